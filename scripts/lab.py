@@ -1,0 +1,347 @@
+#!/usr/bin/env python3
+"""The gpucloud.fleet lab: named fleets of systemd containers on one podman network.
+
+Every lab node is a Debian container booted with systemd as PID 1 from the local
+base images (scripts/build-images.sh). Molecule scenarios (molecule/shared/create.yml)
+and the main job (make lab-up) create their nodes through this one tool, so a lab
+node is the same thing everywhere.
+
+    lab.py create FLEET --node NAME=IMAGE [--node ...]     # IMAGE: debian12 | debian13
+    lab.py create FLEET --spec nodes.json [--inventory FILE]
+    lab.py list [FLEET]
+    lab.py destroy FLEET | --all
+    lab.py inventory FLEET                                   # YAML inventory on stdout
+
+A node spec (JSON list entry or NAME=IMAGE[,OPTION...]) knows: name, image,
+groups, capabilities (default NET_ADMIN, for iptables), privileged, devices,
+volumes, publish. Containers carry the labels gpucloud.lab=1 and
+gpucloud.fleet=FLEET; nothing without those labels is ever touched.
+Environment: scripts/env.sh (CONTAINERS_CONF, GPUCLOUD_LAB_NETWORK,
+GPUCLOUD_IMAGE_PREFIX).
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+LABEL_LAB = "gpucloud.lab"
+LABEL_FLEET = "gpucloud.fleet"
+LABEL_GROUPS = "gpucloud.groups"
+IMAGES = ("debian12", "debian13")
+DEFAULT_CAPS = ("NET_ADMIN",)
+BOOT_TIMEOUT = 90
+
+
+class LabError(Exception):
+    """A problem the operator can fix; printed without a traceback."""
+
+
+def network_name():
+    return os.environ.get("GPUCLOUD_LAB_NETWORK", "gpucloud-lab")
+
+
+def image_ref(image):
+    if "/" in image or ":" in image:
+        return image
+    if image not in IMAGES:
+        raise LabError("unknown image '%s' (allowed: %s, or a full image reference)"
+                       % (image, ", ".join(IMAGES)))
+    prefix = os.environ.get("GPUCLOUD_IMAGE_PREFIX", "localhost/gpucloud")
+    return "%s/%s:latest" % (prefix, image)
+
+
+def podman(*args, check=True, timeout=None):
+    exe = shutil.which("podman")
+    if exe is None:
+        raise LabError("podman is not installed: run scripts/setup.sh as root "
+                       "(installs podman, runc and the base images)")
+    proc = subprocess.run([exe] + list(args), capture_output=True, text=True,
+                          timeout=timeout, check=False)
+    if check and proc.returncode != 0:
+        raise LabError("podman %s failed (rc=%d): %s"
+                       % (" ".join(args[:2]), proc.returncode, proc.stderr.strip()))
+    return proc
+
+
+def parse_node(text):
+    """NAME=IMAGE[,privileged][,cap=X][,group=G][,device=D] -> spec dict."""
+    if "=" not in text:
+        raise LabError("--node '%s': expected NAME=IMAGE[,OPTION...]" % text)
+    name, rest = text.split("=", 1)
+    parts = rest.split(",")
+    spec = {"name": name, "image": parts[0]}
+    for opt in parts[1:]:
+        key, _, value = opt.partition("=")
+        if key == "privileged" and not value:
+            spec["privileged"] = True
+        elif key == "cap" and value:
+            spec.setdefault("capabilities", list(DEFAULT_CAPS)).append(value)
+        elif key == "group" and value:
+            spec.setdefault("groups", []).append(value)
+        elif key == "device" and value:
+            spec.setdefault("devices", []).append(value)
+        else:
+            raise LabError("--node '%s': unknown option '%s' "
+                           "(allowed: privileged, cap=X, group=G, device=D)" % (text, opt))
+    return spec
+
+
+def validate_specs(specs):
+    seen = set()
+    for spec in specs:
+        name = spec.get("name")
+        if not name or not all(c.isalnum() or c in "-_." for c in name):
+            raise LabError("invalid node name %r: use letters, digits, '-', '_', '.'" % name)
+        if name in seen:
+            raise LabError("node name '%s' appears twice" % name)
+        seen.add(name)
+        if not spec.get("image"):
+            raise LabError("node '%s' has no image" % name)
+        unknown = set(spec) - {"name", "image", "groups", "capabilities", "privileged",
+                               "devices", "volumes", "publish", "tmpfs"}
+        if unknown:
+            raise LabError("node '%s': unknown keys %s" % (name, ", ".join(sorted(unknown))))
+
+
+def containers(fleet=None):
+    """[{name, fleet, groups, state, image}] of lab containers (all fleets or one)."""
+    filters = ["--filter", "label=%s=1" % LABEL_LAB]
+    if fleet:
+        filters += ["--filter", "label=%s=%s" % (LABEL_FLEET, fleet)]
+    out = podman("ps", "-a", "--format", "json", *filters).stdout
+    result = []
+    for c in json.loads(out or "[]"):
+        labels = c.get("Labels") or {}
+        groups = labels.get(LABEL_GROUPS, "")
+        result.append({
+            "name": c["Names"][0],
+            "fleet": labels.get(LABEL_FLEET),
+            "groups": [g for g in groups.split(",") if g],
+            "state": c.get("State"),
+            "image": c.get("Image"),
+        })
+    return sorted(result, key=lambda c: c["name"])
+
+
+def ensure_network():
+    net = network_name()
+    if podman("network", "exists", net, check=False).returncode != 0:
+        podman("network", "create", "--label", "%s=1" % LABEL_LAB, net)
+
+
+def remove_network_if_unused():
+    net = network_name()
+    if podman("network", "exists", net, check=False).returncode != 0:
+        return
+    users = podman("ps", "-a", "--filter", "network=%s" % net, "--format", "{{.Names}}").stdout.split()
+    if not users:
+        podman("network", "rm", net)
+
+
+def container_ip(name):
+    out = podman("inspect", "--format", "{{json .NetworkSettings.Networks}}", name).stdout
+    nets = json.loads(out or "{}") or {}
+    net = nets.get(network_name()) or {}
+    return net.get("IPAddress") or None
+
+
+def wait_booted(name, deadline):
+    """Wait until systemd in NAME reports running (or degraded, with the failed units)."""
+    state = "unknown"
+    while time.time() < deadline:
+        proc = podman("exec", name, "systemctl", "is-system-running", check=False)
+        state = proc.stdout.strip() or proc.stderr.strip()
+        if state in ("running", "degraded"):
+            break
+        time.sleep(0.5)
+    else:
+        raise LabError("node '%s' did not finish booting within %ds (systemd says: %s)"
+                       % (name, BOOT_TIMEOUT, state))
+    if state == "degraded":
+        failed = podman("exec", name, "systemctl", "--failed", "--no-legend", "--plain",
+                        check=False).stdout.strip()
+        print("lab: warning: %s booted degraded; failed units:\n%s" % (name, failed),
+              file=sys.stderr)
+    return state
+
+
+def create(fleet, specs, boot_timeout=BOOT_TIMEOUT):
+    validate_specs(specs)
+    refs = {s["name"]: image_ref(s["image"]) for s in specs}
+    for ref in sorted(set(refs.values())):
+        if podman("image", "exists", ref, check=False).returncode != 0:
+            raise LabError("image %s is missing: run scripts/setup.sh (or "
+                           "scripts/build-images.sh) to build it" % ref)
+    existing = {c["name"]: c for c in containers()}
+    for spec in specs:
+        other = existing.get(spec["name"])
+        if other and other["fleet"] != fleet:
+            raise LabError("a container named '%s' already belongs to fleet '%s'"
+                           % (spec["name"], other["fleet"]))
+    foreign = podman("ps", "-a", "--format", "{{.Names}}").stdout.split()
+    for spec in specs:
+        if spec["name"] in foreign and spec["name"] not in existing:
+            raise LabError("a container named '%s' exists and is not a lab node; "
+                           "not touching it" % spec["name"])
+    ensure_network()
+    for spec in specs:
+        name = spec["name"]
+        if name in existing:
+            if existing[name]["state"] != "running":
+                podman("start", name)
+            continue
+        args = ["run", "--detach", "--name", name, "--hostname", name,
+                "--network", network_name(), "--systemd", "always",
+                "--label", "%s=1" % LABEL_LAB, "--label", "%s=%s" % (LABEL_FLEET, fleet),
+                "--label", "%s=%s" % (LABEL_GROUPS, ",".join(spec.get("groups", [])))]
+        for cap in spec.get("capabilities", DEFAULT_CAPS):
+            args += ["--cap-add", cap]
+        if spec.get("privileged"):
+            args.append("--privileged")
+        for dev in spec.get("devices", []):
+            args += ["--device", dev]
+        for vol in spec.get("volumes", []):
+            args += ["--volume", vol]
+        for port in spec.get("publish", []):
+            args += ["--publish", port]
+        for tmp in spec.get("tmpfs", []):
+            args += ["--tmpfs", tmp]
+        args += [refs[name], "/sbin/init"]
+        podman(*args)
+    deadline = time.time() + boot_timeout
+    for spec in specs:
+        wait_booted(spec["name"], deadline)
+    write_hosts(fleet)
+    return containers(fleet)
+
+
+def write_hosts(fleet):
+    """Let fleet members resolve each other by name (no DNS plugin is assumed)."""
+    nodes = containers(fleet)
+    lines = ["%s %s" % (container_ip(n["name"]), n["name"]) for n in nodes if container_ip(n["name"])]
+    begin, end = "# gpucloud-lab begin", "# gpucloud-lab end"
+    for n in nodes:
+        # /etc/hosts is a bind mount podman manages: rewrite it in place, never rename it.
+        current = podman("exec", n["name"], "cat", "/etc/hosts").stdout.splitlines()
+        kept, skipping = [], False
+        for line in current:
+            if line == begin:
+                skipping = True
+            elif line == end:
+                skipping = False
+            elif not skipping:
+                kept.append(line)
+        text = "\n".join(kept + [begin] + lines + [end]) + "\n"
+        exe = shutil.which("podman")
+        subprocess.run([exe, "exec", "-i", n["name"], "sh", "-c", "cat > /etc/hosts"],
+                       input=text, text=True, check=True, capture_output=True)
+
+
+def destroy(fleet=None):
+    nodes = containers(fleet)
+    names = [n["name"] for n in nodes]
+    if names:
+        podman("rm", "--force", "--time", "5", *names)
+    remove_network_if_unused()
+    return names
+
+
+def inventory(fleet):
+    """An Ansible YAML inventory of FLEET, reached with the podman connection."""
+    nodes = containers(fleet)
+    if not nodes:
+        raise LabError("fleet '%s' has no nodes (lab.py list shows the fleets)" % fleet)
+    hosts = {}
+    groups = {}
+    for n in nodes:
+        hosts[n["name"]] = {"ansible_connection": "containers.podman.podman",
+                            "ansible_host": n["name"],
+                            "ansible_python_interpreter": "/usr/bin/python3",
+                            "lab_ip": container_ip(n["name"])}
+        for g in n["groups"]:
+            groups.setdefault(g, []).append(n["name"])
+    inv = {"all": {"children": {"lab": {"hosts": hosts}}}}
+    for g, members in sorted(groups.items()):
+        inv["all"]["children"][g] = {"hosts": {m: {} for m in members}}
+    return inv
+
+
+def to_yaml(data, indent=0):
+    """Minimal YAML writer for inventories (str/int/bool/None/dict values only)."""
+    pad = "  " * indent
+    out = []
+    for key, value in data.items():
+        if isinstance(value, dict):
+            if value:
+                out.append("%s%s:" % (pad, key))
+                out.append(to_yaml(value, indent + 1))
+            else:
+                out.append("%s%s: {}" % (pad, key))
+        else:
+            out.append("%s%s: %s" % (pad, key, json.dumps(value)))
+    return "\n".join(out)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="lab.py", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    p_create = sub.add_parser("create", help="create (or start) the nodes of a fleet")
+    p_create.add_argument("fleet")
+    p_create.add_argument("--node", action="append", default=[], metavar="NAME=IMAGE[,OPT]")
+    p_create.add_argument("--spec", help="JSON file (or - for stdin) with a list of node specs")
+    p_create.add_argument("--inventory", help="also write the fleet's YAML inventory here")
+    p_create.add_argument("--boot-timeout", type=int, default=BOOT_TIMEOUT)
+    p_list = sub.add_parser("list", help="list lab nodes")
+    p_list.add_argument("fleet", nargs="?")
+    p_list.add_argument("--json", action="store_true")
+    p_destroy = sub.add_parser("destroy", help="remove a fleet's nodes (and the network when unused)")
+    p_destroy.add_argument("fleet", nargs="?")
+    p_destroy.add_argument("--all", action="store_true")
+    p_inv = sub.add_parser("inventory", help="print the fleet's YAML inventory")
+    p_inv.add_argument("fleet")
+    args = parser.parse_args(argv)
+
+    try:
+        if args.cmd == "create":
+            specs = [parse_node(n) for n in args.node]
+            if args.spec:
+                with (sys.stdin if args.spec == "-" else open(args.spec)) as fh:
+                    specs += json.load(fh)
+            if not specs:
+                raise LabError("create %s: give at least one --node or --spec" % args.fleet)
+            nodes = create(args.fleet, specs, args.boot_timeout)
+            if args.inventory:
+                with open(args.inventory, "w") as fh:
+                    fh.write("# written by scripts/lab.py; the lab fleet '%s'\n" % args.fleet)
+                    fh.write(to_yaml(inventory(args.fleet)) + "\n")
+            print("lab: fleet %s up: %s" % (args.fleet, ", ".join(n["name"] for n in nodes)))
+        elif args.cmd == "list":
+            nodes = containers(args.fleet)
+            if args.json:
+                print(json.dumps(nodes, indent=2))
+            else:
+                for n in nodes:
+                    print("%-24s %-16s %-10s %s" % (n["name"], n["fleet"], n["state"],
+                                                    ",".join(n["groups"]) or "-"))
+        elif args.cmd == "destroy":
+            if bool(args.fleet) == bool(args.all):
+                raise LabError("destroy: name one fleet or give --all")
+            gone = destroy(None if args.all else args.fleet)
+            print("lab: removed %d node(s)%s" % (len(gone), (": " + ", ".join(gone)) if gone else ""))
+        elif args.cmd == "inventory":
+            print(to_yaml(inventory(args.fleet)))
+    except LabError as exc:
+        print("lab: error: %s" % exc, file=sys.stderr)
+        return 1
+    except subprocess.TimeoutExpired as exc:
+        print("lab: error: timed out: %s" % exc, file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
