@@ -75,7 +75,7 @@ def parse_node(text):
     parts = rest.split(",")
     spec = {"name": name, "image": parts[0]}
     for opt in parts[1:]:
-        key, _, value = opt.partition("=")
+        key, dummy, value = opt.partition("=")
         if key == "privileged" and not value:
             spec["privileged"] = True
         elif key == "cap" and value:
@@ -287,7 +287,7 @@ def to_yaml(data, indent=0):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="lab.py", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="lab.py", description=__doc__.split("\n\n", maxsplit=1)[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
     p_create = sub.add_parser("create", help="create (or start) the nodes of a fleet")
     p_create.add_argument("fleet")

@@ -25,7 +25,7 @@ say() { printf 'setup: %s\n' "$*"; }
 
 # ---- 1. Debian packages ---------------------------------------------------------
 DEB_PACKAGES=(podman runc debootstrap iptables uidmap slirp4netns fuse-overlayfs
-  python3 python3-venv python3-dev gcc make git rsync ca-certificates curl)
+  python3 python3-venv python3-dev gcc make git rsync ca-certificates curl shellcheck)
 missing=()
 for p in "${DEB_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# The whole test suite, in order, stopping at the first failure:
+#   setup -> yamllint -> ansible-lint (production profile) -> ansible-test sanity
+#   -> pytest unit tests -> every Molecule scenario under molecule/ -> collection build
+# Prints the wall time of each stage and ends with a one-line summary.
+# Usage: scripts/test.sh [stage ...]   (stages: setup lint sanity units molecule build;
+#        default: all). MOLECULE_SCENARIOS="lab firewall" limits the Molecule stage.
+set -euo pipefail
+# shellcheck source=scripts/env.sh
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
+cd "$GPUCLOUD_ROOT"
+
+ALL_STAGES=(setup lint sanity units molecule build)
+stages=("$@")
+((${#stages[@]})) || stages=("${ALL_STAGES[@]}")
+for s in "${stages[@]}"; do
+  [[ " ${ALL_STAGES[*]} " == *" $s "* ]] || { echo "test.sh: unknown stage '$s' (allowed: ${ALL_STAGES[*]})" >&2; exit 2; }
+done
+
+declare -a report=()
+summary_counts=""
+START=$SECONDS
+
+finish() {
+  local rc=$?
+  echo
+  echo "== stage timings =="
+  for line in "${report[@]}"; do echo "  $line"; done
+  echo "  total: $((SECONDS - START)) s"
+  if ((rc == 0)); then
+    echo "gpucloud.fleet tests: ${#report[@]} stages passed${summary_counts} in $((SECONDS - START)) s"
+  else
+    echo "gpucloud.fleet tests: FAILED in stage '${current:-?}' after $((SECONDS - START)) s${summary_counts}"
+  fi
+}
+trap finish EXIT
+
+run_stage() {
+  current=$1; shift
+  local t0=$SECONDS
+  echo
+  echo "== stage: $current =="
+  "$@"
+  report+=("$current: $((SECONDS - t0)) s")
+}
+
+stage_setup() { scripts/setup.sh; }
+
+stage_lint() {
+  yamllint --strict .
+  ansible-lint --profile production --offline
+}
+
+stage_sanity() {
+  # ansible-test needs the collection at ansible_collections/<ns>/<name>; copy the
+  # files git knows (tracked and new, not ignored) there.
+  local dest="$GPUCLOUD_ROOT/build/sanity/ansible_collections/gpucloud/fleet"
+  rm -rf "$dest"
+  mkdir -p "$dest"
+  git ls-files -z --cached --others --exclude-standard |
+    rsync -a --from0 --files-from=- ./ "$dest/"
+  # The copy lies inside this checkout, whose .gitignore hides it from ansible-test's
+  # file listing: make it a repository of its own.
+  (cd "$dest" && git init -q && git add -A &&
+    ansible-test sanity --venv --python 3.11 --color no)
+}
+
+stage_units() {
+  local out rc=0
+  out=$(mktemp)
+  python -m pytest -q -p no:cacheprovider tests/unit 2>&1 | tee "$out" || rc=$?
+  summary_counts+=", units: $(grep -Eo '[0-9]+ passed' "$out" | tail -1 || echo '0 passed')"
+  rm -f "$out"
+  return "$rc"
+}
+
+stage_molecule() {
+  export MOLECULE_GLOB='molecule/*/molecule.yml'
+  local scenarios n=0 t0
+  read -r -a scenarios <<<"${MOLECULE_SCENARIOS:-$(ls molecule/*/molecule.yml | xargs -n1 dirname | xargs -n1 basename | tr '\n' ' ')}"
+  for s in "${scenarios[@]}"; do
+    t0=$SECONDS
+    echo "-- molecule scenario: $s"
+    molecule test -s "$s"
+    report+=("  molecule $s: $((SECONDS - t0)) s")
+    n=$((n + 1))
+  done
+  summary_counts+=", molecule: $n scenarios passed"
+  # the lab must leave nothing behind
+  if [[ -n "$(scripts/lab.py list)" ]]; then
+    echo "lab nodes left behind:"; scripts/lab.py list; return 1
+  fi
+}
+
+stage_build() {
+  local out="$GPUCLOUD_ROOT/build/dist" inst="$GPUCLOUD_ROOT/build/install"
+  rm -rf "$out" "$inst"
+  ansible-galaxy collection build --force --output-path "$out" .
+  ansible-galaxy collection install --offline --no-deps -p "$inst" "$out"/gpucloud-fleet-*.tar.gz
+  ANSIBLE_COLLECTIONS_PATH="$inst" ansible-doc -l gpucloud.fleet | tee /dev/stderr | grep -q gpucloud.fleet
+}
+
+for s in "${stages[@]}"; do run_stage "$s" "stage_$s"; done
+current=""
