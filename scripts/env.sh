@@ -9,7 +9,7 @@ export GPUCLOUD_CACHE="$GPUCLOUD_ROOT/.cache"
 # $GPUCLOUD_CACHE/collections/ansible_collections/gpucloud/fleet -> repository root.
 export ANSIBLE_COLLECTIONS_PATH="$GPUCLOUD_CACHE/collections"
 export CONTAINERS_CONF="$GPUCLOUD_ROOT/scripts/containers.conf"
-export GPUCLOUD_LAB_NETWORK="${GPUCLOUD_LAB_NETWORK:-gpucloud-lab}"
+export GPUCLOUD_APT_CACHE="${GPUCLOUD_APT_CACHE:-/var/tmp/gpucloud-apt-cache}"
 export GPUCLOUD_IMAGE_PREFIX="${GPUCLOUD_IMAGE_PREFIX:-localhost/gpucloud}"
 export ANSIBLE_CONFIG="$GPUCLOUD_ROOT/ansible.cfg"
 export ANSIBLE_FORCE_COLOR="${ANSIBLE_FORCE_COLOR:-0}"

@@ -2,7 +2,8 @@
 """The gpucloud.fleet lab: named fleets of systemd containers on one podman network.
 
 Every lab node is a Debian container booted with systemd as PID 1 from the local
-base images (scripts/build-images.sh). Molecule scenarios (molecule/shared/create.yml)
+base images (scripts/build-images.sh), on its fleet's own podman network
+gpucloud-FLEET (members resolve each other by name through /etc/hosts). Molecule scenarios (molecule/shared/create.yml)
 and the main job (make lab-up) create their nodes through this one tool, so a lab
 node is the same thing everywhere.
 
@@ -16,8 +17,10 @@ A node spec (JSON list entry or NAME=IMAGE[,OPTION...]) knows: name, image,
 groups, capabilities (default NET_ADMIN, for iptables), privileged, devices,
 volumes, publish. Containers carry the labels gpucloud.lab=1 and
 gpucloud.fleet=FLEET; nothing without those labels is ever touched.
-Environment: scripts/env.sh (CONTAINERS_CONF, GPUCLOUD_LAB_NETWORK,
-GPUCLOUD_IMAGE_PREFIX).
+Downloaded .deb files are kept across runs in GPUCLOUD_APT_CACHE/<image>
+(default /var/tmp/gpucloud-apt-cache), mounted at /var/cache/apt/archives.
+Environment: scripts/env.sh (CONTAINERS_CONF, GPUCLOUD_IMAGE_PREFIX,
+GPUCLOUD_APT_CACHE).
 """
 
 import argparse
@@ -40,8 +43,16 @@ class LabError(Exception):
     """A problem the operator can fix; printed without a traceback."""
 
 
-def network_name():
-    return os.environ.get("GPUCLOUD_LAB_NETWORK", "gpucloud-lab")
+def network_name(fleet):
+    return "gpucloud-%s" % fleet
+
+
+def apt_cache_dir(image):
+    """Host directory that keeps IMAGE's downloaded packages between lab runs."""
+    root = os.environ.get("GPUCLOUD_APT_CACHE", "/var/tmp/gpucloud-apt-cache")
+    path = os.path.join(root, image.replace("/", "_").replace(":", "_"))
+    os.makedirs(os.path.join(path, "partial"), exist_ok=True)
+    return path
 
 
 def image_ref(image):
@@ -127,25 +138,28 @@ def containers(fleet=None):
     return sorted(result, key=lambda c: c["name"])
 
 
-def ensure_network():
-    net = network_name()
+def ensure_network(fleet):
+    net = network_name(fleet)
     if podman("network", "exists", net, check=False).returncode != 0:
-        podman("network", "create", "--label", "%s=1" % LABEL_LAB, net)
+        podman("network", "create", "--label", "%s=1" % LABEL_LAB,
+               "--label", "%s=%s" % (LABEL_FLEET, fleet), net)
 
 
-def remove_network_if_unused():
-    net = network_name()
-    if podman("network", "exists", net, check=False).returncode != 0:
-        return
-    users = podman("ps", "-a", "--filter", "network=%s" % net, "--format", "{{.Names}}").stdout.split()
-    if not users:
-        podman("network", "rm", net)
+def remove_networks(fleet=None):
+    """Remove the lab networks of FLEET (or of every fleet) that no container uses."""
+    filters = ["--filter", "label=%s=1" % LABEL_LAB]
+    if fleet:
+        filters += ["--filter", "label=%s=%s" % (LABEL_FLEET, fleet)]
+    for net in podman("network", "ls", "--format", "{{.Name}}", *filters).stdout.split():
+        users = podman("ps", "-a", "--filter", "network=%s" % net, "--format", "{{.Names}}").stdout.split()
+        if not users:
+            podman("network", "rm", net)
 
 
-def container_ip(name):
+def container_ip(name, fleet):
     out = podman("inspect", "--format", "{{json .NetworkSettings.Networks}}", name).stdout
     nets = json.loads(out or "{}") or {}
-    net = nets.get(network_name()) or {}
+    net = nets.get(network_name(fleet)) or {}
     return net.get("IPAddress") or None
 
 
@@ -187,7 +201,7 @@ def create(fleet, specs, boot_timeout=BOOT_TIMEOUT):
         if spec["name"] in foreign and spec["name"] not in existing:
             raise LabError("a container named '%s' exists and is not a lab node; "
                            "not touching it" % spec["name"])
-    ensure_network()
+    ensure_network(fleet)
     for spec in specs:
         name = spec["name"]
         if name in existing:
@@ -195,7 +209,8 @@ def create(fleet, specs, boot_timeout=BOOT_TIMEOUT):
                 podman("start", name)
             continue
         args = ["run", "--detach", "--name", name, "--hostname", name,
-                "--network", network_name(), "--systemd", "always",
+                "--network", network_name(fleet), "--systemd", "always",
+                "--volume", "%s:/var/cache/apt/archives" % apt_cache_dir(refs[name]),
                 "--label", "%s=1" % LABEL_LAB, "--label", "%s=%s" % (LABEL_FLEET, fleet),
                 "--label", "%s=%s" % (LABEL_GROUPS, ",".join(spec.get("groups", [])))]
         for cap in spec.get("capabilities", DEFAULT_CAPS):
@@ -222,7 +237,8 @@ def create(fleet, specs, boot_timeout=BOOT_TIMEOUT):
 def write_hosts(fleet):
     """Let fleet members resolve each other by name (no DNS plugin is assumed)."""
     nodes = containers(fleet)
-    lines = ["%s %s" % (container_ip(n["name"]), n["name"]) for n in nodes if container_ip(n["name"])]
+    addresses = {n["name"]: container_ip(n["name"], fleet) for n in nodes}
+    lines = ["%s %s" % (ip, name) for name, ip in sorted(addresses.items()) if ip]
     begin, end = "# gpucloud-lab begin", "# gpucloud-lab end"
     for n in nodes:
         # /etc/hosts is a bind mount podman manages: rewrite it in place, never rename it.
@@ -246,7 +262,7 @@ def destroy(fleet=None):
     names = [n["name"] for n in nodes]
     if names:
         podman("rm", "--force", "--time", "5", *names)
-    remove_network_if_unused()
+    remove_networks(fleet)
     return names
 
 
@@ -261,7 +277,7 @@ def inventory(fleet):
         hosts[n["name"]] = {"ansible_connection": "containers.podman.podman",
                             "ansible_host": n["name"],
                             "ansible_python_interpreter": "/usr/bin/python3",
-                            "lab_ip": container_ip(n["name"])}
+                            "lab_ip": container_ip(n["name"], fleet)}
         for g in n["groups"]:
             groups.setdefault(g, []).append(n["name"])
     inv = {"all": {"children": {"lab": {"hosts": hosts}}}}
@@ -298,7 +314,7 @@ def main(argv=None):
     p_list = sub.add_parser("list", help="list lab nodes")
     p_list.add_argument("fleet", nargs="?")
     p_list.add_argument("--json", action="store_true")
-    p_destroy = sub.add_parser("destroy", help="remove a fleet's nodes (and the network when unused)")
+    p_destroy = sub.add_parser("destroy", help="remove a fleet's nodes and network")
     p_destroy.add_argument("fleet", nargs="?")
     p_destroy.add_argument("--all", action="store_true")
     p_inv = sub.add_parser("inventory", help="print the fleet's YAML inventory")

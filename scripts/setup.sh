@@ -26,6 +26,10 @@ say() { printf 'setup: %s\n' "$*"; }
 # ---- 1. Debian packages ---------------------------------------------------------
 DEB_PACKAGES=(podman runc debootstrap iptables uidmap slirp4netns fuse-overlayfs
   python3 python3-venv python3-dev gcc make git rsync ca-certificates curl shellcheck)
+# Capabilities that need more list them in requirements/<topic>.deb, one a line.
+while read -r extra; do
+  [[ -n "$extra" && "$extra" != \#* ]] && DEB_PACKAGES+=("$extra")
+done < <(cat requirements/*.deb 2>/dev/null || true)
 missing=()
 for p in "${DEB_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -46,6 +50,10 @@ fi
 
 # ---- 2. virtualenv ------------------------------------------------------------------
 req_hash=$(cat requirements/*.txt | sha256sum | cut -d' ' -f1)
+req_args=()
+for f in requirements/*.txt; do
+  [[ "$f" == requirements/constraints.txt ]] || req_args+=(-r "$f")
+done
 stamp="$GPUCLOUD_VENV/.gpucloud-requirements"
 if [[ ! -x "$GPUCLOUD_VENV/bin/python" ]]; then
   say "creating virtualenv $GPUCLOUD_VENV"
@@ -54,7 +62,7 @@ fi
 if [[ "$(cat "$stamp" 2>/dev/null)" != "$req_hash" ]]; then
   say "installing pinned Python requirements"
   "$GPUCLOUD_VENV/bin/python" -m pip install -q --disable-pip-version-check \
-    -r requirements/dev.txt -c requirements/constraints.txt
+    "${req_args[@]}" -c requirements/constraints.txt
   echo "$req_hash" > "$stamp"
 else
   say "virtualenv up to date"

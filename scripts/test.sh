@@ -77,7 +77,12 @@ stage_units() {
 stage_molecule() {
   export MOLECULE_GLOB='molecule/*/molecule.yml'
   local scenarios n=0 t0
-  read -r -a scenarios <<<"${MOLECULE_SCENARIOS:-$(ls molecule/*/molecule.yml | xargs -n1 dirname | xargs -n1 basename | tr '\n' ' ')}"
+  if [[ -n "${MOLECULE_SCENARIOS:-}" ]]; then
+    read -r -a scenarios <<<"$MOLECULE_SCENARIOS"
+  else
+    scenarios=()
+    for f in molecule/*/molecule.yml; do scenarios+=("$(basename "$(dirname "$f")")"); done
+  fi
   for s in "${scenarios[@]}"; do
     t0=$SECONDS
     echo "-- molecule scenario: $s"
@@ -89,6 +94,9 @@ stage_molecule() {
   # the lab must leave nothing behind
   if [[ -n "$(scripts/lab.py list)" ]]; then
     echo "lab nodes left behind:"; scripts/lab.py list; return 1
+  fi
+  if [[ -n "$(podman network ls --filter label=gpucloud.lab=1 --format '{{.Name}}')" ]]; then
+    echo "lab networks left behind:"; podman network ls --filter label=gpucloud.lab=1; return 1
   fi
 }
 
