@@ -19,6 +19,8 @@ done
 
 declare -a report=()
 summary_counts=""
+stages_passed=0
+passed=0   # unit tests + testinfra checks, for the closing "N passed, N failed" line
 START=$SECONDS
 
 finish() {
@@ -28,9 +30,11 @@ finish() {
   for line in "${report[@]}"; do echo "  $line"; done
   echo "  total: $((SECONDS - START)) s"
   if ((rc == 0)); then
-    echo "gpucloud.fleet tests: ${#report[@]} stages passed${summary_counts} in $((SECONDS - START)) s"
+    echo "gpucloud.fleet tests: $stages_passed stages passed${summary_counts} in $((SECONDS - START)) s"
+    echo "total: $passed passed, 0 failed"
   else
     echo "gpucloud.fleet tests: FAILED in stage '${current:-?}' after $((SECONDS - START)) s${summary_counts}"
+    echo "total: $passed passed, 1 failed"
   fi
 }
 trap finish EXIT
@@ -42,6 +46,7 @@ run_stage() {
   echo "== stage: $current =="
   "$@"
   report+=("$current: $((SECONDS - t0)) s")
+  stages_passed=$((stages_passed + 1))
 }
 
 stage_setup() { scripts/setup.sh; }
@@ -69,14 +74,17 @@ stage_units() {
   local out rc=0
   out=$(mktemp)
   python -m pytest -q -p no:cacheprovider tests/unit 2>&1 | tee "$out" || rc=$?
-  summary_counts+=", units: $(grep -Eo '[0-9]+ passed' "$out" | tail -1 || echo '0 passed')"
+  local n
+  n=$(grep -Eo '[0-9]+ passed' "$out" | tail -1 | cut -d' ' -f1)
+  passed=$((passed + ${n:-0}))
+  summary_counts+=", units: ${n:-0} passed"
   rm -f "$out"
   return "$rc"
 }
 
 stage_molecule() {
   export MOLECULE_GLOB='molecule/*/molecule.yml'
-  local scenarios n=0 t0
+  local scenarios n=0 t0 log checks=0 c
   if [[ -n "${MOLECULE_SCENARIOS:-}" ]]; then
     read -r -a scenarios <<<"$MOLECULE_SCENARIOS"
   else
@@ -86,18 +94,22 @@ stage_molecule() {
   for s in "${scenarios[@]}"; do
     t0=$SECONDS
     echo "-- molecule scenario: $s"
-    molecule test -s "$s"
-    report+=("  molecule $s: $((SECONDS - t0)) s")
+    log=$(mktemp)
+    molecule test -s "$s" 2>&1 | tee "$log"
+    # testinfra's pytest summary lines ("== 12 passed in 3.4s ==")
+    c=$(grep -E '^=+ .*[0-9]+ passed.* in [0-9.]+s' "$log" | grep -Eo '[0-9]+ passed' | awk '{t+=$1} END {print t+0}')
+    rm -f "$log"
+    checks=$((checks + c))
+    # the lab must leave nothing behind
+    if [[ -n "$(scripts/lab.py list "molecule-$s")" ]] ||
+       [[ -n "$(podman network ls --filter "label=gpucloud.fleet=molecule-$s" --format '{{.Name}}')" ]]; then
+      echo "scenario $s left lab nodes or networks behind:"; scripts/lab.py list "molecule-$s"; return 1
+    fi
+    report+=("  molecule $s: $((SECONDS - t0)) s, $c testinfra checks")
     n=$((n + 1))
   done
-  summary_counts+=", molecule: $n scenarios passed"
-  # the lab must leave nothing behind
-  if [[ -n "$(scripts/lab.py list)" ]]; then
-    echo "lab nodes left behind:"; scripts/lab.py list; return 1
-  fi
-  if [[ -n "$(podman network ls --filter label=gpucloud.lab=1 --format '{{.Name}}')" ]]; then
-    echo "lab networks left behind:"; podman network ls --filter label=gpucloud.lab=1; return 1
-  fi
+  passed=$((passed + checks))
+  summary_counts+=", molecule: $n scenarios / $checks testinfra checks passed"
 }
 
 stage_build() {
