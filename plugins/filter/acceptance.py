@@ -1,0 +1,71 @@
+# Copyright (c) 2026, gpucloud.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+# Documentation: acceptance_*.yml beside this file. Logic: module_utils/acceptance.py, xid.py.
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from collections.abc import Mapping
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpucloud.fleet.plugins.module_utils import acceptance, xid
+
+
+def _plain(value):
+    """Ansible hands lazy mappings and lists over; the pure code wants dicts and lists."""
+    if isinstance(value, Mapping):
+        return dict((k, _plain(v)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def acceptance_checks(observed, host, profile, lock=None):
+    try:
+        return acceptance.evaluate(str(host), _plain(profile), _plain(lock) or {}, _plain(observed) or {})
+    except (acceptance.AcceptanceError, TypeError, ValueError) as exc:
+        raise AnsibleFilterError("acceptance_checks: %s" % exc)
+
+
+def acceptance_fleet(results):
+    if not isinstance(results, Mapping):
+        raise AnsibleFilterError("acceptance_fleet: expected a mapping host -> list of checks, got %s"
+                                 % type(results).__name__)
+    try:
+        return acceptance.fleet_report(_plain(results))
+    except (KeyError, TypeError) as exc:
+        raise AnsibleFilterError("acceptance_fleet: malformed check list: %s" % exc)
+
+
+def acceptance_markdown(data, host=None):
+    """Markdown of one host's checks (give host) or of an acceptance_fleet report."""
+    data = _plain(data)
+    if host is not None:
+        return acceptance.host_markdown(str(host), data)
+    if not isinstance(data, dict) or "failures" not in data:
+        raise AnsibleFilterError("acceptance_markdown: give a host's check list and its name, or a fleet report")
+    return acceptance.fleet_markdown(data)
+
+
+def acceptance_stack_versions(text):
+    return acceptance.parse_stack_versions(str(text or ""))
+
+
+def acceptance_xid_summary(text, as_text=False):
+    summary = xid.summarize(str(text or ""))
+    return xid.summary_text(summary) if as_text else summary
+
+
+class FilterModule(object):
+    def filters(self):
+        return {
+            "acceptance_checks": acceptance_checks,
+            "acceptance_fleet": acceptance_fleet,
+            "acceptance_markdown": acceptance_markdown,
+            "acceptance_stack_versions": acceptance_stack_versions,
+            "acceptance_xid_summary": acceptance_xid_summary,
+        }

@@ -1,0 +1,421 @@
+# Copyright (c) 2026, gpucloud.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""Node acceptance: observed facts + the host's hardware profile -> a list of checks.
+
+Pure functions, no Ansible objects: playbooks/verify.yml gathers the observations
+(nvidia_gpu_info facts, nvidia_topology mismatches, ib_info mismatches, package
+versions, Tang binding, firewall state, burn-in numbers) and hands them here
+through the gpucloud.fleet.acceptance_* filters.
+
+Every check is ``{host, check, status, ok, detail}`` with status
+
+- ``pass``: measured and as the profile says;
+- ``fail``: measured and not as the profile says, or required and not measurable;
+- ``n/a``: the profile says the thing does not exist here (a GPU-less lab node has
+  no ECC to check);
+- ``skipped``: not measured in this run (the operator left it out).
+
+``ok`` is false only for ``fail``.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+PASS, FAIL, NA, SKIPPED = "pass", "fail", "n/a", "skipped"
+STATUSES = (PASS, FAIL, NA, SKIPPED)
+
+# Every check this module can produce, in report order.
+CHECKS = (
+    "gpu.count",
+    "gpu.model",
+    "gpu.memory",
+    "driver.version",
+    "stack.cuda",
+    "stack.cudnn",
+    "stack.nccl",
+    "gpu.persistence",
+    "gpu.ecc_mode",
+    "gpu.ecc_errors",
+    "gpu.row_remap",
+    "gpu.mig",
+    "topology",
+    "ib.ports",
+    "storage.tang",
+    "firewall",
+    "burn_in.bf16_gemm",
+    "burn_in.memory_copy",
+)
+
+
+class AcceptanceError(Exception):
+    """The profile or the observations are malformed (a bug in the inventory)."""
+
+
+def _check(host, name, status, detail):
+    if status not in STATUSES:
+        raise AcceptanceError("unknown status %r for check %s" % (status, name))
+    return {"host": host, "check": name, "status": status, "ok": status != FAIL, "detail": detail}
+
+
+def version_matches(locked, found):
+    """True when FOUND is the locked version: '13.0' matches '13.0.2-1', '2.28' matches '2.28.9'.
+
+    Debian epochs (``1:``) and a Debian revision do not count; the locked version's
+    components must all equal the found version's first components.
+    """
+    if locked is None or found is None:
+        return False
+    found = str(found).split(":", 1)[-1]
+    want = re.findall(r"\d+", str(locked))
+    have = re.findall(r"\d+", found.split("-", 1)[0]) or re.findall(r"\d+", found)
+    return bool(want) and [int(x) for x in have[:len(want)]] == [int(x) for x in want]
+
+
+def cudnn_version_text(number):
+    """cuDNN's integer version (``cudnnGetVersion()``: 91900, 8902) as text ('9.19.0', '8.9.2')."""
+    number = int(number)
+    if number >= 90000:
+        return "%d.%d.%d" % (number // 10000, (number % 10000) // 100, number % 100)
+    return "%d.%d.%d" % (number // 1000, (number % 1000) // 100, number % 100)
+
+
+def parse_stack_versions(text):
+    """A ``stack-versions.txt`` capture (torch's view of NCCL, CUDA, cuDNN) -> {cuda, cudnn, nccl}.
+
+    Lines look like ``nccl (2, 28, 9)``, ``cuda 13.0``, ``cudnn 91900``; other lines are ignored.
+    """
+    result = {"cuda": None, "cudnn": None, "nccl": None}
+    for line in (text or "").splitlines():
+        key, _sep, value = line.strip().partition(" ")
+        key, value = key.lower(), value.strip()
+        if key not in result or not value:
+            continue
+        numbers = re.findall(r"\d+", value)
+        if key == "cudnn" and len(numbers) == 1:
+            result[key] = cudnn_version_text(numbers[0])
+        elif numbers:
+            result[key] = ".".join(numbers)
+    return result
+
+
+def _gpus(nvidia):
+    return (nvidia or {}).get("gpus") or []
+
+
+def _per_gpu(gpus, bad):
+    """'GPU0 (x), GPU3 (y)' for every GPU where bad(gpu) returns a reason."""
+    reasons = []
+    for gpu in gpus:
+        reason = bad(gpu)
+        if reason:
+            reasons.append("GPU%s %s" % (gpu.get("index"), reason))
+    return reasons
+
+
+def _gpu_checks(host, profile, nvidia):
+    """Checks on the GPUs themselves; n/a everywhere on a profile without GPUs."""
+    name = profile.get("name", "?")
+    want_count = int(profile.get("gpu_count", 0))
+    gpus = _gpus(nvidia)
+    names = ("gpu.model", "gpu.memory", "gpu.persistence", "gpu.ecc_mode", "gpu.ecc_errors",
+             "gpu.row_remap", "gpu.mig")
+    if nvidia is None:
+        return [_check(host, "gpu.count", SKIPPED, "GPU facts were not gathered")] + [
+            _check(host, n, SKIPPED, "GPU facts were not gathered") for n in names]
+
+    found = len(gpus)
+    driver = "driver loaded" if nvidia.get("driver_loaded") else "no NVIDIA driver loaded"
+    if want_count == 0:
+        if found == 0:
+            count = _check(host, "gpu.count", PASS,
+                           "no GPU present, as profile %s expects (gpu_count 0; %s)" % (name, driver))
+            return [count] + [_check(host, n, NA, "no GPU present (profile %s has no GPUs)" % name)
+                              for n in names]
+        count = _check(host, "gpu.count", FAIL,
+                       "%d GPU(s) present, profile %s expects none" % (found, name))
+    elif found != want_count:
+        detail = "expected %d x %s, found %d" % (want_count, profile.get("gpu_model", "GPU"), found)
+        if found == 0:
+            detail = "no GPU present (%s); %s" % (driver, detail)
+        count = _check(host, "gpu.count", FAIL, detail)
+    else:
+        count = _check(host, "gpu.count", PASS, "%d GPU(s)" % found)
+    if found == 0:
+        return [count] + [_check(host, n, FAIL, "no GPU present to check") for n in names]
+
+    checks = [count]
+    model = profile.get("gpu_model")
+    if model:
+        wrong = _per_gpu(gpus, lambda g: None if model.lower() in (g.get("name") or "").lower()
+                         else "is %s" % g.get("name"))
+        checks.append(_check(host, "gpu.model", FAIL if wrong else PASS,
+                             "; ".join(wrong) + ", expected %s" % model if wrong else "every GPU is %s" % model))
+    else:
+        checks.append(_check(host, "gpu.model", SKIPPED, "profile %s names no gpu_model" % name))
+
+    mem_min = profile.get("gpu_memory_mib_min")
+    if mem_min:
+        small = _per_gpu(gpus, lambda g: None if (g.get("memory_total_mib") or 0) >= int(mem_min)
+                         else "has %s MiB" % g.get("memory_total_mib"))
+        checks.append(_check(host, "gpu.memory", FAIL if small else PASS,
+                             "; ".join(small) + ", expected at least %s MiB" % mem_min if small
+                             else "every GPU has at least %s MiB" % mem_min))
+    else:
+        checks.append(_check(host, "gpu.memory", SKIPPED, "profile %s sets no gpu_memory_mib_min" % name))
+
+    if profile.get("persistence", True):
+        off = _per_gpu(gpus, lambda g: None if g.get("persistence_mode") else "persistence mode is %s"
+                       % ("off" if g.get("persistence_mode") is False else "unknown"))
+        checks.append(_check(host, "gpu.persistence", FAIL if off else PASS,
+                             "; ".join(off) if off else "persistence mode on for every GPU"))
+    else:
+        checks.append(_check(host, "gpu.persistence", NA, "profile %s does not require persistence" % name))
+
+    want_ecc = profile.get("ecc", True)
+    wrong_ecc = _per_gpu(gpus, lambda g: None if (g.get("ecc") or {}).get("current") is want_ecc
+                         and (g.get("ecc") or {}).get("pending") in (want_ecc, None)
+                         else "ECC current=%s pending=%s" % ((g.get("ecc") or {}).get("current"),
+                                                              (g.get("ecc") or {}).get("pending")))
+    checks.append(_check(host, "gpu.ecc_mode", FAIL if wrong_ecc else PASS,
+                         "; ".join(wrong_ecc) + ", expected %s" % ("on" if want_ecc else "off") if wrong_ecc
+                         else "ECC %s on every GPU" % ("on" if want_ecc else "off")))
+
+    def ecc_errors(gpu):
+        ecc = gpu.get("ecc") or {}
+        retired = gpu.get("retired_pages") or {}
+        volatile, aggregate = ecc.get("uncorrected_volatile"), ecc.get("uncorrected_aggregate")
+        if volatile or aggregate:
+            return "has uncorrectable ECC errors (volatile %s, aggregate %s)" % (volatile, aggregate)
+        if retired.get("double_bit_ecc"):
+            return "has %s pages retired for double-bit ECC errors" % retired["double_bit_ecc"]
+        return None
+
+    bad_ecc = _per_gpu(gpus, ecc_errors)
+    checks.append(_check(host, "gpu.ecc_errors", FAIL if bad_ecc else PASS,
+                         "; ".join(bad_ecc) if bad_ecc else "no uncorrectable ECC errors"))
+
+    def remap(gpu):
+        rows = gpu.get("remapped_rows")
+        pages = gpu.get("retired_pages")
+        if rows:
+            reasons = [what for what in ("pending", "failure") if rows.get(what)]
+            if reasons:
+                return "row remapping %s (uncorrectable rows %s)" % (" and ".join(reasons), rows.get("uncorrectable"))
+            return None
+        if pages and pages.get("pending"):
+            return "page retirement pending"
+        return None
+
+    bad_remap = _per_gpu(gpus, remap)
+    checks.append(_check(host, "gpu.row_remap", FAIL if bad_remap else PASS,
+                         "; ".join(bad_remap) + " (reset the GPU; replace it if remapping failed)" if bad_remap
+                         else "no pending or failed row remapping"))
+
+    want_mig = bool(profile.get("mig", False))
+
+    def mig(gpu):
+        state = gpu.get("mig") or {}
+        if state.get("current") is None and not want_mig:
+            return None
+        if state.get("current") is not want_mig or state.get("pending") not in (want_mig, None):
+            return "MIG current=%s pending=%s" % (state.get("current"), state.get("pending"))
+        return None
+
+    bad_mig = _per_gpu(gpus, mig)
+    checks.append(_check(host, "gpu.mig", FAIL if bad_mig else PASS,
+                         "; ".join(bad_mig) + ", expected MIG %s" % ("enabled" if want_mig else "disabled")
+                         if bad_mig else "MIG %s as profile %s says" % ("enabled" if want_mig else "disabled", name)))
+    return checks
+
+
+def _driver_check(host, profile, lock, nvidia, stack):
+    locked = (lock or {}).get("driver")
+    if not locked:
+        return _check(host, "driver.version", SKIPPED, "no driver version in the version lock")
+    loaded = (nvidia or {}).get("driver_version")
+    package = (stack or {}).get("driver")
+    if loaded:
+        ok = version_matches(locked, loaded)
+        return _check(host, "driver.version", PASS if ok else FAIL,
+                      "loaded driver %s%s locked %s" % (loaded, " matches" if ok else " differs from", locked))
+    if package:
+        ok = version_matches(locked, package)
+        return _check(host, "driver.version", PASS if ok else FAIL,
+                      "driver not loaded; installed package %s%s locked %s"
+                      % (package, " matches" if ok else " differs from", locked))
+    if int(profile.get("gpu_count", 0)) == 0:
+        return _check(host, "driver.version", NA, "no GPU present and no driver package installed")
+    return _check(host, "driver.version", FAIL, "no NVIDIA driver loaded or installed, locked %s" % locked)
+
+
+def _stack_checks(host, profile, lock, stack):
+    checks = []
+    for part in ("cuda", "cudnn", "nccl"):
+        name = "stack.%s" % part
+        locked = (lock or {}).get(part)
+        if not locked:
+            checks.append(_check(host, name, SKIPPED, "no %s version in the version lock" % part))
+            continue
+        if stack is None:
+            checks.append(_check(host, name, SKIPPED, "installed versions were not read"))
+            continue
+        found = stack.get(part)
+        if found is None:
+            checks.append(_check(host, name, FAIL, "%s is not installed, locked %s" % (part, locked)))
+        elif version_matches(locked, found):
+            checks.append(_check(host, name, PASS, "%s %s matches locked %s" % (part, found, locked)))
+        else:
+            checks.append(_check(host, name, FAIL, "%s %s differs from locked %s" % (part, found, locked)))
+    return checks
+
+
+def _mismatch_check(host, name, wanted, observed, what):
+    """A check from a {mismatches, error} observation of a module with `expect`."""
+    if not wanted:
+        return _check(host, name, NA, "the profile expects no %s" % what)
+    if observed is None:
+        return _check(host, name, SKIPPED, "%s was not read" % what)
+    if observed.get("error"):
+        return _check(host, name, FAIL, "%s could not be read: %s" % (what, observed["error"]))
+    mismatches = observed.get("mismatches") or []
+    if mismatches:
+        return _check(host, name, FAIL, "; ".join(mismatches))
+    return _check(host, name, PASS, "%s matches the profile" % what)
+
+
+def _storage_check(host, profile, tang):
+    if not profile.get("tang_bound", False):
+        return _check(host, "storage.tang", NA, "the profile has no Tang-bound data volume")
+    if tang is None:
+        return _check(host, "storage.tang", SKIPPED, "the data volume was not inspected")
+    if not tang.get("luks"):
+        return _check(host, "storage.tang", FAIL, "%s is not a LUKS volume" % tang.get("device", "the data volume"))
+    if not tang.get("bound"):
+        return _check(host, "storage.tang", FAIL, "%s has no clevis tang binding" % tang.get("device"))
+    return _check(host, "storage.tang", PASS, "%s is LUKS, bound to Tang (%s)"
+                  % (tang.get("device"), ", ".join(tang.get("servers") or []) or "server not named"))
+
+
+def _firewall_check(host, profile, firewall):
+    if not profile.get("firewall", True):
+        return _check(host, "firewall", NA, "the profile manages no firewall")
+    if firewall is None:
+        return _check(host, "firewall", SKIPPED, "the firewall was not inspected")
+    if firewall.get("active"):
+        return _check(host, "firewall", PASS, firewall.get("detail") or "firewall policy active")
+    return _check(host, "firewall", FAIL, firewall.get("detail") or "no firewall policy active")
+
+
+def _burn_in_checks(host, profile, burn_in):
+    limits = profile.get("burn_in") or {}
+    pairs = (("burn_in.bf16_gemm", "bf16_gemm_tflops", "bf16_tflops_min", "TFLOP/s"),
+             ("burn_in.memory_copy", "d2d_copy_GBps_rw", "copy_gbps_min", "GB/s"))
+    checks = []
+    for name, key, limit_key, unit in pairs:
+        limit = limits.get(limit_key)
+        if not limit:
+            checks.append(_check(host, name, NA, "the profile sets no %s" % limit_key))
+        elif burn_in is None:
+            checks.append(_check(host, name, SKIPPED, "burn-in not run (verify_burn_in is false)"))
+        elif burn_in.get("error"):
+            checks.append(_check(host, name, FAIL, "burn-in failed: %s" % burn_in["error"]))
+        else:
+            value = burn_in.get(key)
+            if value is None:
+                checks.append(_check(host, name, FAIL, "burn-in printed no %s" % key))
+            else:
+                ok = float(value) >= float(limit)
+                checks.append(_check(host, name, PASS if ok else FAIL, "%.1f %s, minimum %s %s"
+                                     % (float(value), unit, limit, unit)))
+    return checks
+
+
+def evaluate(host, profile, lock=None, observed=None):
+    """Every acceptance check of HOST against PROFILE and the version LOCK.
+
+    ``observed`` keys (each optional; a missing key means "not measured"):
+    ``nvidia`` (nvidia_gpu_info facts), ``stack`` ({driver, cuda, cudnn, nccl} installed
+    versions), ``topology`` and ``ib`` ({mismatches, error}), ``tang`` ({device, luks,
+    bound, servers}), ``firewall`` ({active, detail}), ``burn_in`` ({bf16_gemm_tflops,
+    d2d_copy_GBps_rw} or {error}).
+    """
+    if not isinstance(profile, dict) or "gpu_count" not in profile:
+        raise AcceptanceError("host %s: the hardware profile must be a dict with at least gpu_count, got %r"
+                              % (host, profile))
+    observed = observed or {}
+    nvidia = observed.get("nvidia")
+    stack = observed.get("stack")
+    checks = _gpu_checks(host, profile, nvidia)
+    checks.insert(3, _driver_check(host, profile, lock, nvidia, stack))
+    checks[4:4] = _stack_checks(host, profile, lock, stack)
+    checks.append(_mismatch_check(host, "topology", profile.get("topology"), observed.get("topology"),
+                                  "the GPU/NIC topology"))
+    checks.append(_mismatch_check(host, "ib.ports", profile.get("ib"), observed.get("ib"), "the InfiniBand ports"))
+    checks.append(_storage_check(host, profile, observed.get("tang")))
+    checks.append(_firewall_check(host, profile, observed.get("firewall")))
+    checks.extend(_burn_in_checks(host, profile, observed.get("burn_in")))
+    return checks
+
+
+def fleet_report(results):
+    """{host: [checks]} -> the fleet's totals and every failed check by host."""
+    hosts = sorted(results)
+    failures = []
+    counts = dict((status, 0) for status in STATUSES)
+    for host in hosts:
+        for check in results[host] or []:
+            counts[check["status"]] += 1
+            if check["status"] == FAIL:
+                failures.append({"host": host, "check": check["check"], "detail": check["detail"]})
+    failed_hosts = sorted(set(f["host"] for f in failures))
+    gpu_less = [host for host in hosts
+                if any(c["check"] == "gpu.count" and c["status"] == PASS and c["detail"].startswith("no GPU present")
+                       for c in results[host] or [])]
+    return {
+        "hosts": hosts,
+        "passed_hosts": [h for h in hosts if h not in failed_hosts],
+        "failed_hosts": failed_hosts,
+        "gpu_less_hosts": gpu_less,
+        "counts": counts,
+        "failures": failures,
+    }
+
+
+def _cell(text):
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def host_markdown(host, checks):
+    """One host's verify report as Markdown."""
+    failed = [c for c in checks if c["status"] == FAIL]
+    lines = ["# Node acceptance: %s" % host, "",
+             "**%s** - %d checks, %d failed." % ("FAILED" if failed else "ACCEPTED", len(checks), len(failed)), "",
+             "| Check | Status | Detail |", "| --- | --- | --- |"]
+    for check in checks:
+        lines.append("| %s | %s | %s |" % (check["check"], check["status"].upper() if check["status"] == FAIL
+                                           else check["status"], _cell(check["detail"])))
+    return "\n".join(lines) + "\n"
+
+
+def fleet_markdown(report):
+    """The fleet table: totals, then every failed check by host."""
+    lines = ["# Fleet acceptance", "",
+             "%d host(s): %d accepted, %d failed. Checks: %s." % (
+                 len(report["hosts"]), len(report["passed_hosts"]), len(report["failed_hosts"]),
+                 ", ".join("%d %s" % (report["counts"][s], s) for s in STATUSES))]
+    if report["gpu_less_hosts"]:
+        lines += ["", "No GPU present on %s: their profile expects none (a GPU-less lab), so the GPU, driver "
+                  "and topology checks there prove nothing about GPUs." % ", ".join(report["gpu_less_hosts"])]
+    lines += [""]
+    if report["failures"]:
+        lines += ["| Host | Failed check | Detail |", "| --- | --- | --- |"]
+        for failure in report["failures"]:
+            lines.append("| %s | %s | %s |" % (failure["host"], failure["check"], _cell(failure["detail"])))
+    else:
+        lines.append("No failed checks.")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,42 @@
+# Copyright (c) 2026, gpucloud.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import pytest
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpucloud.fleet.plugins.filter.acceptance import FilterModule
+
+FILTERS = FilterModule().filters()
+NO_GPU = {"driver_loaded": False, "gpu_count": 0, "gpus": []}
+
+
+def test_checks_fleet_and_markdown_through_filters():
+    checks = FILTERS["acceptance_checks"]({"nvidia": NO_GPU}, "lab-gpu-1", {"name": "lab", "gpu_count": 0,
+                                                                           "firewall": False})
+    assert all(c["ok"] for c in checks)
+    report = FILTERS["acceptance_fleet"]({"lab-gpu-1": checks})
+    assert report["gpu_less_hosts"] == ["lab-gpu-1"]
+    assert FILTERS["acceptance_markdown"](checks, "lab-gpu-1").startswith("# Node acceptance: lab-gpu-1")
+    assert "No failed checks." in FILTERS["acceptance_markdown"](report)
+
+
+def test_errors_are_filter_errors():
+    with pytest.raises(AnsibleFilterError, match="acceptance_checks: host h: the hardware profile"):
+        FILTERS["acceptance_checks"]({}, "h", None)
+    with pytest.raises(AnsibleFilterError, match="acceptance_fleet: expected a mapping"):
+        FILTERS["acceptance_fleet"]([])
+    with pytest.raises(AnsibleFilterError, match="acceptance_markdown: give"):
+        FILTERS["acceptance_markdown"]([])
+
+
+def test_stack_versions_and_xid_summary():
+    assert FILTERS["acceptance_stack_versions"]("cuda 12.8\nnccl (2, 26, 2)\n")["nccl"] == "2.26.2"
+    log = "NVRM: Xid (PCI:0000:10:1c): 48, pid=1, DBE (double bit error) ECC error\n"
+    assert FILTERS["acceptance_xid_summary"](log)[0]["code"] == 48
+    assert "Double-bit" in FILTERS["acceptance_xid_summary"](log, as_text=True)
+    assert FILTERS["acceptance_xid_summary"](None) == []

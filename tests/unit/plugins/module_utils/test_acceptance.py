@@ -1,0 +1,255 @@
+# Copyright (c) 2026, gpucloud.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""Node acceptance on real captures (H200 nvidia-smi -q -x, DGX A100 topo -m) with injected faults."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+import json
+
+import pytest
+
+from ansible_collections.gpucloud.fleet.plugins.module_utils import acceptance
+from ansible_collections.gpucloud.fleet.plugins.module_utils.nvml import facts_from_capture
+from ansible_collections.gpucloud.fleet.plugins.module_utils.topology import analyze
+from ansible_collections.gpucloud.fleet.tests.unit.plugins.modules.utils import fixture_text
+
+H200 = "h200-ubuntu2404-driver580"
+DGX_A100_TOPO = ("public", "topo", "dgx-a100-8gpu-8nic-roce-deepep13.txt")
+HOST = "gpu-h200-017"
+
+# The captured H200 host as a one-GPU profile: what it is, not what a rack of HGX boards is.
+PROFILE = {
+    "name": "h200_capture",
+    "gpu_model": "H200",
+    "gpu_count": 1,
+    "gpu_memory_mib_min": 140000,
+    "persistence": True,
+    "ecc": True,
+    "mig": False,
+    "topology": {"gpu_count": 1},
+    "ib": {},
+    "tang_bound": False,
+    "firewall": False,
+    "burn_in": {"bf16_tflops_min": 700, "copy_gbps_min": 3800},
+}
+LOCK = {"driver": "580.159.04", "cuda": "13.0", "cudnn": "9.19", "nccl": "2.28.9"}
+
+
+def h200_facts():
+    return facts_from_capture(fixture_text(H200, "nvidia-smi_-q_-x.xml"))
+
+
+def h200_observed():
+    topo = analyze(fixture_text(H200, "nvidia-smi_topo_-m.txt"), PROFILE["topology"])
+    return {
+        "nvidia": h200_facts(),
+        "stack": acceptance.parse_stack_versions(fixture_text(H200, "stack-versions.txt")),
+        "topology": {"mismatches": topo["mismatches"]},
+        "burn_in": json.loads(fixture_text(H200, "burn-in.json")),
+    }
+
+
+def by_name(checks):
+    return dict((c["check"], c) for c in checks)
+
+
+def failed(checks):
+    return [c for c in checks if not c["ok"]]
+
+
+def test_healthy_h200_capture_passes_every_check():
+    checks = acceptance.evaluate(HOST, PROFILE, LOCK, h200_observed())
+    assert failed(checks) == []
+    assert [c["check"] for c in checks] == list(acceptance.CHECKS)
+    named = by_name(checks)
+    assert named["driver.version"]["detail"] == "loaded driver 580.159.04 matches locked 580.159.04"
+    assert named["stack.cudnn"]["detail"] == "cudnn 9.19.0 matches locked 9.19"
+    assert named["burn_in.bf16_gemm"]["detail"] == "802.3 TFLOP/s, minimum 700 TFLOP/s"
+    assert named["ib.ports"]["status"] == "n/a"
+    assert all(c["host"] == HOST for c in checks)
+
+
+def test_injected_uncorrectable_ecc_error_fails_naming_host():
+    observed = h200_observed()
+    observed["nvidia"]["gpus"][0]["ecc"]["uncorrected_volatile"] = 2
+    checks = acceptance.evaluate(HOST, PROFILE, LOCK, observed)
+    assert [(c["host"], c["check"]) for c in failed(checks)] == [(HOST, "gpu.ecc_errors")]
+    assert "GPU0 has uncorrectable ECC errors (volatile 2" in by_name(checks)["gpu.ecc_errors"]["detail"]
+
+
+def test_injected_pending_and_failed_row_remap_fails():
+    observed = h200_observed()
+    observed["nvidia"]["gpus"][0]["remapped_rows"].update(pending=True, failure=True, uncorrectable=3)
+    check = by_name(acceptance.evaluate(HOST, PROFILE, LOCK, observed))["gpu.row_remap"]
+    assert not check["ok"]
+    assert "row remapping pending and failure (uncorrectable rows 3)" in check["detail"]
+
+
+def test_missing_nvlink_pair_in_dgx_a100_topology_fails():
+    text = fixture_text(*DGX_A100_TOPO)
+    lines = text.splitlines()
+    # GPU2 loses its NVLinks to GPU5 (both directions): the board falls back to PCIe.
+    for index, line in enumerate(lines):
+        cells = line.split()
+        if cells and cells[0] in ("GPU2", "GPU5"):
+            other = 6 if cells[0] == "GPU2" else 3
+            cells[other] = "SYS"
+            lines[index] = "\t".join(cells)
+    profile = dict(PROFILE, topology={"gpu_count": 8, "min_nvlinks": 12, "max_nic_distance": "PXB"})
+    healthy = analyze(text, profile["topology"])
+    broken = analyze("\n".join(lines) + "\n", profile["topology"])
+    assert healthy["mismatches"] == []
+    observed = dict(h200_observed(), topology={"mismatches": broken["mismatches"]})
+    check = by_name(acceptance.evaluate(HOST, profile, LOCK, observed))["topology"]
+    assert check["status"] == "fail" and check["host"] == HOST
+    assert check["detail"] == "GPU2-GPU5: SYS, expected at least NV12"
+
+
+def test_drifted_driver_version_fails():
+    lock = dict(LOCK, driver="580.95.05")
+    checks = acceptance.evaluate(HOST, PROFILE, lock, h200_observed())
+    assert [(c["host"], c["check"], c["detail"]) for c in failed(checks)] == [
+        (HOST, "driver.version", "loaded driver 580.159.04 differs from locked 580.95.05")]
+
+
+def test_drifted_nccl_and_missing_cudnn_fail():
+    observed = h200_observed()
+    observed["stack"].update(nccl="2.27.3", cudnn=None)
+    named = by_name(acceptance.evaluate(HOST, PROFILE, LOCK, observed))
+    assert named["stack.nccl"]["detail"] == "nccl 2.27.3 differs from locked 2.28.9"
+    assert named["stack.cudnn"]["detail"] == "cudnn is not installed, locked 9.19"
+    assert named["stack.cuda"]["ok"]
+
+
+def test_wrong_model_count_memory_persistence_mig():
+    observed = h200_observed()
+    gpu = observed["nvidia"]["gpus"][0]
+    gpu.update(persistence_mode=False, memory_total_mib=81559, name="NVIDIA H100 80GB HBM3")
+    gpu["mig"] = {"current": True, "pending": True}
+    profile = dict(PROFILE, gpu_count=8)
+    named = by_name(acceptance.evaluate(HOST, profile, LOCK, observed))
+    assert named["gpu.count"]["detail"] == "expected 8 x H200, found 1"
+    assert named["gpu.model"]["detail"] == "GPU0 is NVIDIA H100 80GB HBM3, expected H200"
+    assert named["gpu.memory"]["detail"] == "GPU0 has 81559 MiB, expected at least 140000 MiB"
+    assert named["gpu.persistence"]["detail"] == "GPU0 persistence mode is off"
+    assert named["gpu.mig"]["detail"] == "GPU0 MIG current=True pending=True, expected MIG disabled"
+
+
+def test_ecc_disabled_is_a_failure_when_profile_wants_it():
+    observed = h200_observed()
+    observed["nvidia"]["gpus"][0]["ecc"].update(current=False, pending=False)
+    check = by_name(acceptance.evaluate(HOST, PROFILE, LOCK, observed))["gpu.ecc_mode"]
+    assert check["detail"] == "GPU0 ECC current=False pending=False, expected on"
+
+
+def test_slow_burn_in_fails_and_missing_burn_in_is_skipped():
+    observed = dict(h200_observed(), burn_in={"bf16_gemm_tflops": 512.0, "d2d_copy_GBps_rw": 4238.7})
+    named = by_name(acceptance.evaluate(HOST, PROFILE, LOCK, observed))
+    assert named["burn_in.bf16_gemm"]["status"] == "fail"
+    assert named["burn_in.memory_copy"]["status"] == "pass"
+    observed.pop("burn_in")
+    named = by_name(acceptance.evaluate(HOST, PROFILE, LOCK, observed))
+    assert named["burn_in.bf16_gemm"]["status"] == "skipped"
+
+
+LAB = {"name": "lab", "gpu_count": 0, "tang_bound": True, "firewall": True}
+NO_GPU = {"source": "nvidia-smi", "driver_loaded": False, "driver_version": None, "cuda_driver_version": None,
+          "nvml_version": None, "gpu_count": 0, "gpus": []}
+
+
+def test_gpu_less_lab_node_says_no_gpu_present_plainly():
+    observed = {"nvidia": NO_GPU, "stack": {"driver": None, "cuda": None, "cudnn": None, "nccl": None},
+                "tang": {"device": "/srv/data.img", "luks": True, "bound": True, "servers": ["http://lab-tang"]},
+                "firewall": {"active": True, "detail": "nftables table inet gpucloud loaded"}}
+    checks = acceptance.evaluate("lab-gpu-1", LAB, {"driver": "535.261.03"}, observed)
+    named = by_name(checks)
+    assert failed(checks) == []
+    assert named["gpu.count"]["detail"] == ("no GPU present, as profile lab expects (gpu_count 0; "
+                                            "no NVIDIA driver loaded)")
+    assert named["gpu.ecc_errors"]["status"] == "n/a"
+    assert named["driver.version"]["status"] == "n/a"
+    report = acceptance.fleet_report({"lab-gpu-1": checks})
+    assert report["gpu_less_hosts"] == ["lab-gpu-1"]
+    assert "No GPU present on lab-gpu-1" in acceptance.fleet_markdown(report)
+
+
+def test_installed_driver_package_is_compared_when_no_driver_is_loaded():
+    observed = {"nvidia": NO_GPU, "stack": {"driver": "535.261.03-1~deb12u1"}}
+    check = by_name(acceptance.evaluate("lab-gpu-1", LAB, {"driver": "535.261.03"}, observed))["driver.version"]
+    assert check["status"] == "pass"
+    assert "driver not loaded; installed package 535.261.03-1~deb12u1 matches" in check["detail"]
+
+
+def test_gpu_profile_on_gpu_less_node_fails_plainly():
+    checks = acceptance.evaluate("gpu-h100-001", dict(PROFILE, gpu_count=8), LOCK, {"nvidia": NO_GPU})
+    named = by_name(checks)
+    assert named["gpu.count"]["detail"] == "no GPU present (no NVIDIA driver loaded); expected 8 x H200, found 0"
+    assert named["gpu.ecc_errors"]["detail"] == "no GPU present to check"
+    assert named["driver.version"]["detail"] == "no NVIDIA driver loaded or installed, locked 580.159.04"
+
+
+def test_storage_and_firewall_failures_and_read_errors():
+    profile = dict(LAB)
+    observed = {"nvidia": NO_GPU, "tang": {"device": "/dev/nvme1n1", "luks": True, "bound": False},
+                "firewall": {"active": False, "detail": "nft list ruleset is empty"},
+                "topology": {"error": "nvidia-smi not found"}}
+    profile["topology"] = {"gpu_count": 0}
+    named = by_name(acceptance.evaluate("n1", profile, {}, observed))
+    assert named["storage.tang"]["detail"] == "/dev/nvme1n1 has no clevis tang binding"
+    assert named["firewall"]["detail"] == "nft list ruleset is empty"
+    assert named["topology"]["detail"] == "the GPU/NIC topology could not be read: nvidia-smi not found"
+
+
+def test_fleet_report_lists_every_failure_by_host_and_markdown_escapes():
+    good = acceptance.evaluate("a", PROFILE, LOCK, h200_observed())
+    bad_obs = h200_observed()
+    bad_obs["nvidia"]["gpus"][0]["ecc"]["uncorrected_aggregate"] = 1
+    bad = acceptance.evaluate("b", PROFILE, dict(LOCK, driver="570.1"), bad_obs)
+    report = acceptance.fleet_report({"b": bad, "a": good})
+    assert report["hosts"] == ["a", "b"]
+    assert report["failed_hosts"] == ["b"]
+    assert [(f["host"], f["check"]) for f in report["failures"]] == [("b", "driver.version"), ("b", "gpu.ecc_errors")]
+    text = acceptance.fleet_markdown(report)
+    assert "| b | gpu.ecc_errors | GPU0 has uncorrectable ECC errors" in text
+    assert "2 host(s): 1 accepted, 1 failed" in text
+    assert "| gpu.ecc_errors | FAIL |" in acceptance.host_markdown("b", bad)
+    assert "a\\|b" in acceptance._cell("a|b")
+
+
+@pytest.mark.parametrize("locked, found, ok", [
+    ("13.0", "13.0.2-1", True),
+    ("13.0", "13.1.0", False),
+    ("580.159.04", "580.159.04", True),
+    ("580.159.04", "580.159.4", True),
+    ("2.28", "2.28.9-1+cuda13.0", True),
+    ("9.19.0", "9.19.0.56-1", True),
+    ("535.261.03", "1:535.261.03-1~deb12u1", True),
+    ("11.8", "11.8.89~11.8.0-5~deb12u1", True),
+    ("12", None, False),
+])
+def test_version_matches(locked, found, ok):
+    assert acceptance.version_matches(locked, found) is ok
+
+
+def test_stack_versions_and_cudnn_integers():
+    assert acceptance.parse_stack_versions(fixture_text(H200, "stack-versions.txt")) == {
+        "cuda": "13.0", "cudnn": "9.19.0", "nccl": "2.28.9"}
+    assert acceptance.cudnn_version_text(8902) == "8.9.2"
+    assert acceptance.parse_stack_versions("junk\ncuda\n") == {"cuda": None, "cudnn": None, "nccl": None}
+
+
+def test_bad_profile_is_rejected():
+    with pytest.raises(acceptance.AcceptanceError, match="host x: the hardware profile must be a dict"):
+        acceptance.evaluate("x", {"name": "no count"})
+
+
+def test_evaluate_does_not_modify_its_input():
+    observed = h200_observed()
+    before = copy.deepcopy(observed)
+    acceptance.evaluate(HOST, PROFILE, LOCK, observed)
+    assert observed == before
