@@ -3,7 +3,7 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-.PHONY: help setup test lint sanity units molecule build lab-up lab-down lab-list
+.PHONY: help setup test lint sanity units molecule build lab-up lab-down lab-list bench
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -37,3 +37,7 @@ lab-up: ## the main job: bring up the lab fleet and provision it with site.yml
 
 lab-down: ## tear the lab fleet down (containers and network)
 	scripts/main-job.sh down
+
+bench: ## benchmarks (minutes; writes docs/benchmarks.md), never part of make test
+	scripts/setup.sh
+	source scripts/env.sh && bench/site_scaling.py
