@@ -31,12 +31,12 @@ def acceptance_checks(observed, host, profile, lock=None):
         raise AnsibleFilterError("acceptance_checks: %s" % exc)
 
 
-def acceptance_fleet(results):
+def acceptance_fleet(results, expected=None):
     if not isinstance(results, Mapping):
         raise AnsibleFilterError("acceptance_fleet: expected a mapping host -> list of checks, got %s"
                                  % type(results).__name__)
     try:
-        return acceptance.fleet_report(_plain(results))
+        return acceptance.fleet_report(_plain(results), [str(h) for h in expected or []])
     except (KeyError, TypeError) as exc:
         raise AnsibleFilterError("acceptance_fleet: malformed check list: %s" % exc)
 
@@ -55,6 +55,13 @@ def acceptance_stack_versions(text):
     return acceptance.parse_stack_versions(str(text or ""))
 
 
+def acceptance_stack_from_packages(text, patterns):
+    if not isinstance(patterns, Mapping):
+        raise AnsibleFilterError("acceptance_stack_from_packages: patterns must map a component to a list of "
+                                 "package name patterns, got %s" % type(patterns).__name__)
+    return acceptance.stack_from_packages(str(text or ""), _plain(patterns))
+
+
 def acceptance_xid_summary(text, as_text=False):
     summary = xid.summarize(str(text or ""))
     return xid.summary_text(summary) if as_text else summary
@@ -66,6 +73,7 @@ class FilterModule(object):
             "acceptance_checks": acceptance_checks,
             "acceptance_fleet": acceptance_fleet,
             "acceptance_markdown": acceptance_markdown,
+            "acceptance_stack_from_packages": acceptance_stack_from_packages,
             "acceptance_stack_versions": acceptance_stack_versions,
             "acceptance_xid_summary": acceptance_xid_summary,
         }

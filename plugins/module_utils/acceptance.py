@@ -24,6 +24,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import fnmatch
 import re
 
 PASS, FAIL, NA, SKIPPED = "pass", "fail", "n/a", "skipped"
@@ -100,6 +101,31 @@ def parse_stack_versions(text):
             result[key] = cudnn_version_text(numbers[0])
         elif numbers:
             result[key] = ".".join(numbers)
+    return result
+
+
+def stack_from_packages(text, patterns):
+    """Installed versions per component from a package listing.
+
+    TEXT has one ``name<TAB>version<TAB>status`` line per package (``dpkg-query -W -f``
+    or ``rpm -qa --qf``); PATTERNS maps a component (driver, cuda, cudnn, nccl) to shell
+    patterns of package names, best first. The first pattern with an installed package
+    gives the version (the highest when several match); no match gives None.
+    """
+    installed = {}
+    for line in (text or "").splitlines():
+        parts = line.split("\t")
+        if len(parts) >= 2 and (len(parts) < 3 or parts[2].strip() in ("installed", "")):
+            if parts[1].strip():
+                installed[parts[0].strip()] = parts[1].strip()
+    result = {}
+    for component, wanted in (patterns or {}).items():
+        result[component] = None
+        for pattern in wanted or []:
+            versions = [installed[name] for name in sorted(installed) if fnmatch.fnmatchcase(name, pattern)]
+            if versions:
+                result[component] = max(versions, key=lambda v: [int(x) for x in re.findall(r"\d+", v)])
+                break
     return result
 
 
@@ -183,7 +209,7 @@ def _gpu_checks(host, profile, nvidia):
                                                               (g.get("ecc") or {}).get("pending")))
     checks.append(_check(host, "gpu.ecc_mode", FAIL if wrong_ecc else PASS,
                          "; ".join(wrong_ecc) + ", expected %s" % ("on" if want_ecc else "off") if wrong_ecc
-                         else "ECC %s on every GPU" % ("on" if want_ecc else "off")))
+                         else "ECC is %s on every GPU" % ("on" if want_ecc else "off")))
 
     def ecc_errors(gpu):
         ecc = gpu.get("ecc") or {}
@@ -277,15 +303,15 @@ def _stack_checks(host, profile, lock, stack):
 def _mismatch_check(host, name, wanted, observed, what):
     """A check from a {mismatches, error} observation of a module with `expect`."""
     if not wanted:
-        return _check(host, name, NA, "the profile expects no %s" % what)
+        return _check(host, name, NA, "the profile sets no %s expectation" % what)
     if observed is None:
-        return _check(host, name, SKIPPED, "%s was not read" % what)
+        return _check(host, name, SKIPPED, "the %s was not read" % what)
     if observed.get("error"):
-        return _check(host, name, FAIL, "%s could not be read: %s" % (what, observed["error"]))
+        return _check(host, name, FAIL, "the %s could not be read: %s" % (what, observed["error"]))
     mismatches = observed.get("mismatches") or []
     if mismatches:
         return _check(host, name, FAIL, "; ".join(mismatches))
-    return _check(host, name, PASS, "%s matches the profile" % what)
+    return _check(host, name, PASS, "the %s matches the profile" % what)
 
 
 def _storage_check(host, profile, tang):
@@ -354,16 +380,25 @@ def evaluate(host, profile, lock=None, observed=None):
     checks.insert(3, _driver_check(host, profile, lock, nvidia, stack))
     checks[4:4] = _stack_checks(host, profile, lock, stack)
     checks.append(_mismatch_check(host, "topology", profile.get("topology"), observed.get("topology"),
-                                  "the GPU/NIC topology"))
-    checks.append(_mismatch_check(host, "ib.ports", profile.get("ib"), observed.get("ib"), "the InfiniBand ports"))
+                                  "GPU/NIC topology"))
+    checks.append(_mismatch_check(host, "ib.ports", profile.get("ib"), observed.get("ib"), "InfiniBand port"))
     checks.append(_storage_check(host, profile, observed.get("tang")))
     checks.append(_firewall_check(host, profile, observed.get("firewall")))
     checks.extend(_burn_in_checks(host, profile, observed.get("burn_in")))
     return checks
 
 
-def fleet_report(results):
-    """{host: [checks]} -> the fleet's totals and every failed check by host."""
+def fleet_report(results, expected=None):
+    """{host: [checks]} -> the fleet's totals and every failed check by host.
+
+    A host of EXPECTED without checks never reached its verdict (unreachable, or failed
+    before verify): it gets one failed ``verify.reached`` check.
+    """
+    results = dict(results)
+    for host in expected or []:
+        if not results.get(host):
+            results[host] = [_check(host, "verify.reached", FAIL,
+                                    "no verdict: the host was unreachable or failed before verify")]
     hosts = sorted(results)
     failures = []
     counts = dict((status, 0) for status in STATUSES)

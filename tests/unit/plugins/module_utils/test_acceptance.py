@@ -253,3 +253,30 @@ def test_evaluate_does_not_modify_its_input():
     before = copy.deepcopy(observed)
     acceptance.evaluate(HOST, PROFILE, LOCK, observed)
     assert observed == before
+
+
+PACKAGES = """\
+nvidia-smi\t535.261.03-1~deb12u1\tinstalled
+libnvidia-ml1\t535.261.03-1~deb12u1\tinstalled
+cuda-toolkit-12-8\t12.8.1-1\tinstalled
+cuda-toolkit-13-0\t13.0.2-1\tinstalled
+cuda-toolkit-config-common\t13.0.96-1\tinstalled
+libcudnn9-cuda-13\t9.19.0.56-1\tinstalled
+libnccl2\t2.28.9-1+cuda13.0\tconfig-files
+"""
+PATTERNS = {"driver": ["nvidia-open", "nvidia-smi"], "cuda": ["cuda-toolkit-[0-9]*", "nvidia-cuda-toolkit"],
+            "cudnn": ["libcudnn[0-9]-cuda-*"], "nccl": ["libnccl2"]}
+
+
+def test_stack_from_packages_picks_installed_highest_and_ignores_removed():
+    assert acceptance.stack_from_packages(PACKAGES, PATTERNS) == {
+        "driver": "535.261.03-1~deb12u1", "cuda": "13.0.2-1", "cudnn": "9.19.0.56-1", "nccl": None}
+    assert acceptance.stack_from_packages("", PATTERNS)["cuda"] is None
+
+
+def test_fleet_report_names_hosts_that_never_reached_a_verdict():
+    good = acceptance.evaluate("a", PROFILE, LOCK, h200_observed())
+    report = acceptance.fleet_report({"a": good}, expected=["a", "c"])
+    assert report["failed_hosts"] == ["c"]
+    assert report["failures"] == [{"host": "c", "check": "verify.reached",
+                                   "detail": "no verdict: the host was unreachable or failed before verify"}]
