@@ -51,6 +51,16 @@ def acceptance_markdown(data, host=None):
     return acceptance.fleet_markdown(data)
 
 
+def acceptance_site_summary(nodes, stages_all, stages_enabled, skip_reasons=None, fleet=None, check_mode=False,
+                            expected=None):
+    if not isinstance(nodes, Mapping):
+        raise AnsibleFilterError("acceptance_site_summary: expected a mapping host -> node summary, got %s"
+                                 % type(nodes).__name__)
+    return acceptance.site_summary_markdown(_plain(nodes), list(stages_all), list(stages_enabled),
+                                            _plain(skip_reasons) or {}, _plain(fleet), bool(check_mode),
+                                            [str(h) for h in expected or []])
+
+
 def acceptance_stack_versions(text):
     return acceptance.parse_stack_versions(str(text or ""))
 
@@ -73,6 +83,7 @@ class FilterModule(object):
             "acceptance_checks": acceptance_checks,
             "acceptance_fleet": acceptance_fleet,
             "acceptance_markdown": acceptance_markdown,
+            "acceptance_site_summary": acceptance_site_summary,
             "acceptance_stack_from_packages": acceptance_stack_from_packages,
             "acceptance_stack_versions": acceptance_stack_versions,
             "acceptance_xid_summary": acceptance_xid_summary,

@@ -107,14 +107,14 @@ def parse_stack_versions(text):
 def stack_from_packages(text, patterns):
     """Installed versions per component from a package listing.
 
-    TEXT has one ``name<TAB>version<TAB>status`` line per package (``dpkg-query -W -f``
-    or ``rpm -qa --qf``); PATTERNS maps a component (driver, cuda, cudnn, nccl) to shell
+    TEXT has one ``name version [status]`` line per package, blank-separated
+    (``dpkg-query -W -f`` or ``rpm -qa --qf``); PATTERNS maps a component (driver, cuda, cudnn, nccl) to shell
     patterns of package names, best first. The first pattern with an installed package
     gives the version (the highest when several match); no match gives None.
     """
     installed = {}
     for line in (text or "").splitlines():
-        parts = line.split("\t")
+        parts = line.split()
         if len(parts) >= 2 and (len(parts) < 3 or parts[2].strip() in ("installed", "")):
             if parts[1].strip():
                 installed[parts[0].strip()] = parts[1].strip()
@@ -453,4 +453,49 @@ def fleet_markdown(report):
             lines.append("| %s | %s | %s |" % (failure["host"], failure["check"], _cell(failure["detail"])))
     else:
         lines.append("No failed checks.")
+    return "\n".join(lines) + "\n"
+
+
+def site_summary_markdown(nodes, stages_all, stages_enabled, skip_reasons=None, fleet=None, check_mode=False,
+                          expected=None):
+    """site.yml's closing summary: one row per GPU node, then what the run skipped.
+
+    NODES maps host -> {profile, os, stages, reboot_required, reboot_allowed, verdict},
+    or None for a host that never got that far (unreachable, failed, or stopped with
+    its batch); a host of EXPECTED missing from NODES counts as None.
+    """
+    nodes = dict(nodes)
+    for host in expected or []:
+        nodes.setdefault(host, None)
+    skip_reasons = skip_reasons or {}
+    lines = ["# Rollout summary%s" % (" (CHECK MODE: nothing was changed)" if check_mode else ""), "",
+             "| Host | Profile | OS | Stages run | Reboot | Verdict |", "| --- | --- | --- | --- | --- | --- |"]
+    stopped = []
+    for host in sorted(nodes):
+        node = nodes[host]
+        if not node:
+            stopped.append(host)
+            lines.append("| %s | - | - | - | - | NOT RUN: unreachable, failed earlier, or its batch was stopped |" % host)
+            continue
+        if node.get("reboot_required"):
+            reboot = "REQUIRED, %s" % ("allowed (done by the roles' handlers)" if node.get("reboot_allowed")
+                                       else "not allowed: reboot in a maintenance window or rerun with "
+                                            "site_allow_reboot=true")
+        else:
+            reboot = "not needed"
+        lines.append("| %s | %s | %s | %s | %s | %s |" % (
+            host, _cell(node.get("profile")), _cell(node.get("os")),
+            _cell(", ".join(node.get("stages") or []) or "none"), reboot, _cell(node.get("verdict"))))
+    skipped = [s for s in stages_all if s not in stages_enabled]
+    lines.append("")
+    if skipped:
+        lines.append("Stages skipped by site_stages: %s." % "; ".join(
+            "%s (%s)" % (s, skip_reasons.get(s, "no reason given")) for s in skipped))
+    else:
+        lines.append("Every stage was enabled.")
+    if fleet and fleet.get("gpu_less_hosts"):
+        lines.append("No GPU present on %s: their hardware profile expects none, so nothing in this run proves "
+                     "a GPU works there." % ", ".join(fleet["gpu_less_hosts"]))
+    if stopped:
+        lines.append("Not rolled out: %s." % ", ".join(stopped))
     return "\n".join(lines) + "\n"

@@ -280,3 +280,20 @@ def test_fleet_report_names_hosts_that_never_reached_a_verdict():
     assert report["failed_hosts"] == ["c"]
     assert report["failures"] == [{"host": "c", "check": "verify.reached",
                                    "detail": "no verdict: the host was unreachable or failed before verify"}]
+
+
+def test_site_summary_rows_skips_and_gpu_less_sentence():
+    nodes = {
+        "lab-gpu-1": {"profile": "lab_gpu", "os": "Debian 12.12", "stages": ["host_prep", "verify"],
+                      "reboot_required": True, "reboot_allowed": False, "verdict": "accepted"},
+    }
+    fleet = {"gpu_less_hosts": ["lab-gpu-1"]}
+    text = acceptance.site_summary_markdown(nodes, ["host_prep", "cuda_toolkit", "verify"], ["host_prep", "verify"],
+                                            {"cuda_toolkit": "no CUDA repository in the lab"}, fleet, check_mode=True,
+                                            expected=["lab-gpu-1", "lab-gpu-2"])
+    assert text.startswith("# Rollout summary (CHECK MODE: nothing was changed)")
+    assert "| lab-gpu-1 | lab_gpu | Debian 12.12 | host_prep, verify | REQUIRED, not allowed" in text
+    assert "| lab-gpu-2 | - | - | - | - | NOT RUN" in text
+    assert "Stages skipped by site_stages: cuda_toolkit (no CUDA repository in the lab)." in text
+    assert "No GPU present on lab-gpu-1" in text
+    assert "Not rolled out: lab-gpu-2." in text
