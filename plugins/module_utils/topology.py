@@ -1,0 +1,474 @@
+# Copyright (c) 2026, gpucloud.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""Pure parser and analysis of ``nvidia-smi topo -m`` output.
+
+Nothing here touches an AnsibleModule: text goes in, plain data comes out,
+and malformed input raises ``ValueError``.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+GPU_LABEL = re.compile(r"^GPU\d+$")
+NVLINK = re.compile(r"^NV(\d+)$")
+# The codes nvidia-smi prints in the matrix itself; SOC is the pre-2017 name of SYS.
+PATH_CODES = frozenset(("X", "PIX", "PXB", "PHB", "NODE", "SYS", "SOC"))
+# Cells of `nvidia-smi topo -p2p r|w|n|a|p`, which looks similar but is no topology matrix.
+P2P_CODES = frozenset(("OK", "CNS", "GNS", "TNS", "NS", "U"))
+AFFINITY_VALUE = re.compile(r"^(N/A|[0-9][0-9,\-]*)$")
+# Header names of the trailing columns, oldest driver first, and their keys in `affinity`.
+AFFINITY_COLUMNS = (
+    ("CPU Affinity", "cpus"),
+    ("NUMA Affinity", "numa"),
+    ("GPU NUMA ID", "gpu_numa_id"),
+)
+# A wrapped header may have any whitespace between the words of a column name.
+AFFINITY_HEADER = re.compile("|".join(r"\s+".join(name.split()) for name, _key in AFFINITY_COLUMNS))
+NIC_LEGEND_ENTRY = re.compile(r"^\s*(\S+)\s*:\s*(\S+)\s*$")
+
+# Distance of a GPU to a NIC, nearest first, as NCCL ranks them.
+NIC_DISTANCE_ORDER = ("PIX", "PXB", "PHB", "NODE", "SYS")
+_DISTANCE_RANK = dict((code, rank) for rank, code in enumerate(NIC_DISTANCE_ORDER))
+_DISTANCE_RANK["SOC"] = _DISTANCE_RANK["SYS"]
+_UNKNOWN_RANK = len(NIC_DISTANCE_ORDER)
+
+TAB_WIDTH = 8
+
+
+def _is_link_code(token):
+    return token in PATH_CODES or NVLINK.match(token) is not None
+
+
+def _looks_like_link_cell(token):
+    """True for anything nvidia-smi could print inside the matrix, known or not."""
+    return token == "N/A" or re.match(r"^[A-Z][A-Z0-9#]*$", token) is not None
+
+
+def _clean_lines(text):
+    text = ANSI_ESCAPE.sub("", text)
+    return re.split(r"\r\n|\r|\n", text)
+
+
+def _is_header_start(tokens):
+    return (
+        bool(tokens)
+        and GPU_LABEL.match(tokens[0]) is not None
+        and (len(tokens) == 1 or not _is_link_code(tokens[1]))
+    )
+
+
+def _is_row_start(tokens, labels):
+    return len(tokens) >= 2 and tokens[0] in labels and _looks_like_link_cell(tokens[1])
+
+
+def _is_legend(line):
+    return line.strip().rstrip(":").strip().lower() in ("legend", "nic legend")
+
+
+def _parse_header(header):
+    """Split the header into device labels and the names of the trailing columns."""
+    match = AFFINITY_HEADER.search(header)
+    if match is None:
+        return header.split(), []
+    labels = header[:match.start()].split()
+    columns = [" ".join(m.group(0).split()) for m in AFFINITY_HEADER.finditer(header[match.start():])]
+    return labels, columns
+
+
+def _join_wrapped(previous, following, valid):
+    """Join a line wrapped by a terminal or a paste.
+
+    A wrap may cut a token in two ("NV1" / "2") or fall on the gap between
+    two tokens whose whitespace got lost ("SYS" / "SYS").  The pieces are
+    glued when only the glued token is valid.
+    """
+    if not previous.strip():
+        return following
+    if previous[-1].isspace() or not following or following[0].isspace():
+        return previous + following
+    head = previous.split()[-1]
+    tail = following.split()[0]
+    if valid(head + tail) and not (valid(head) and valid(tail)):
+        return previous + following
+    return previous + "\t" + following
+
+
+def _header_token_valid(token):
+    return re.match(r"^(GPU\d+|NIC\d+|mlx\d+_\d+|CPU|NUMA|GPU|Affinity|ID)$", token) is not None
+
+
+def _tokens_with_columns(line):
+    """Whitespace-separated tokens of a TAB-free line and the column each starts at."""
+    return [(m.group(0), m.start()) for m in re.finditer(r"\S+", line)]
+
+
+def _spaces_to_cells(line):
+    """Rebuild the TAB-separated cells of a line whose TABs were expanded to spaces.
+
+    Only possible when every token after the first starts on a tab stop;
+    otherwise returns None and the caller falls back to plain tokens.
+    """
+    tokens = _tokens_with_columns(line)
+    if not tokens:
+        return None
+    cells = [tokens[0][0]]
+    end = tokens[0][1] + len(tokens[0][0])
+    for token, column in tokens[1:]:
+        if token == "X" and column % TAB_WIDTH == 1:
+            # The diagonal cell is printed as " X ".
+            column -= 1
+        if column % TAB_WIDTH:
+            return None
+        tabs = column // TAB_WIDTH - end // TAB_WIDTH
+        if tabs < 1:
+            return None
+        cells.extend([""] * (tabs - 1))
+        cells.append(token)
+        end = column + len(token)
+    return cells
+
+
+def _affinity_from_cells(cells, columns):
+    """Map the cells after the matrix to the trailing columns.
+
+    nvidia-smi writes each value followed by one TAB, except the NUMA
+    Affinity value, which it pads with two so that "GPU NUMA ID" lines up.
+    Cells beyond the known columns are that padding or trailing TABs.
+    """
+    cells = [cell.strip() for cell in cells]
+    if "GPU NUMA ID" in columns and "NUMA Affinity" in columns:
+        pad = columns.index("NUMA Affinity") + 1
+        if len(cells) > len(columns) and pad < len(cells) and cells[pad] == "":
+            del cells[pad]
+    if any(cells[len(columns):]):
+        # Unexpected extra values (a pasted table that lost its empty cells):
+        # keep the non-empty ones in order.
+        cells = [cell for cell in cells if cell]
+    cells = (cells + [""] * len(columns))[:len(columns)]
+    return dict(zip(columns, cells))
+
+
+def _row_cells(line, width, columns):
+    """Return (label, link cells, trailing cells) for one physical row line.
+
+    The trailing cells keep their positions (empty cells included) so that
+    empty affinity cells are told apart from missing ones; when positions
+    cannot be recovered the non-empty tokens are returned in order.
+    """
+    tokens = line.split()
+    label, links, rest = tokens[0], tokens[1:width + 1], tokens[width + 1:]
+    if "\t" in line:
+        cells = line.split("\t")
+        tab_links = [cell.strip() for cell in cells[1:width + 1]]
+        if len(tab_links) == width and all(tab_links):
+            return cells[0].strip(), tab_links, cells[width + 1:]
+        return label, links, rest
+    if len(rest) == len(columns):
+        return label, links, rest
+    cells = _spaces_to_cells(line)
+    if cells is None:
+        return label, links, rest
+    seen = 0
+    for position, cell in enumerate(cells[1:], start=1):
+        if cell:
+            seen += 1
+        if seen == width:
+            return label, links, cells[position + 1:]
+    return label, links, rest
+
+
+def _collect_rows(lines, start, labels, columns):
+    """Group physical lines into logical rows, following wrapped rows."""
+    rows = []
+    end = len(lines)
+    for number in range(start, len(lines)):
+        line = lines[number]
+        tokens = line.split()
+        if not tokens:
+            continue
+        if _is_legend(line):
+            end = number
+            break
+        if _is_row_start(tokens, labels):
+            rows.append([line])
+            continue
+        if rows and _row_needs_more(rows[-1], len(labels), len(columns), tokens):
+            rows[-1].append(line)
+            continue
+        end = number
+        break
+    return rows, end
+
+
+def _row_needs_more(row_lines, width, trailing, next_tokens):
+    seen = len(" ".join(row_lines).split()) - 1
+    if seen < width:
+        return True
+    return seen < width + trailing and all(AFFINITY_VALUE.match(token) for token in next_tokens)
+
+
+def _link_token_valid(token):
+    return _is_link_code(token) or token == "N/A"
+
+
+def _parse_row(row_lines, width, columns):
+    glued = "".join(row_lines)
+    glued_links = glued.split()[1:width + 1]
+    if len(row_lines) == 1 or (
+        len(glued_links) == width and all(_link_token_valid(token) for token in glued_links)
+    ):
+        # A hard wrap that kept every character: the glued line is the original.
+        label, links, trailing = _row_cells(glued, width, columns)
+    else:
+        joined = row_lines[0]
+        for following in row_lines[1:]:
+            inside_matrix = len(joined.split()) - 1 < width
+            joined = _join_wrapped(joined, following, _link_token_valid if inside_matrix else AFFINITY_VALUE.match)
+        tokens = joined.split()
+        label, links, trailing = tokens[0], tokens[1:width + 1], tokens[width + 1:]
+    if len(links) != width:
+        raise ValueError(
+            "row %s has %d matrix cells, the header names %d columns" % (label, len(links), width)
+        )
+    return label, links, _affinity_from_cells(trailing, columns)
+
+
+def _parse_nic_legend(lines):
+    legend = {}
+    in_legend = False
+    for line in lines:
+        stripped = line.strip()
+        if stripped.lower().startswith("nic legend"):
+            in_legend = True
+            continue
+        if not in_legend or not stripped:
+            continue
+        match = NIC_LEGEND_ENTRY.match(line)
+        if match is None:
+            break
+        legend[match.group(1)] = match.group(2)
+    return legend
+
+
+def _reject_p2p(lines, links):
+    legend_says_p2p = any(re.match(r"^\s*OK\s*=\s*Status Ok", line) for line in lines)
+    cells_say_p2p = any(code in P2P_CODES for row in links.values() for code in row.values())
+    if legend_says_p2p or cells_say_p2p:
+        raise ValueError(
+            "this is a `nvidia-smi topo -p2p` status matrix, not the `nvidia-smi topo -m` topology matrix"
+        )
+
+
+def parse_topo_matrix(text):
+    """Parse the output of ``nvidia-smi topo -m`` (also ``--matrix``).
+
+    Returns a dict with:
+
+    - ``gpus``: GPU column labels in order (``["GPU0", ...]``)
+    - ``nics``: the other column labels in order (``NIC0``... or ``mlx5_0``...)
+    - ``nic_names``: NIC label -> device name from the "NIC Legend" (label -> itself without legend)
+    - ``links``: ``links[a][b]`` is the connection code between two different devices,
+      verbatim (``NV12``, ``PIX``, ``SYS``, ``SOC``...)
+    - ``affinity``: GPU label -> ``{"cpus", "numa", "gpu_numa_id"}``, None when the column
+      is absent or the cell empty (containers often print empty cells)
+
+    Handles the three header generations, TABs or spaces, ANSI escapes,
+    Windows line endings, blank lines and rows wrapped over several lines.
+    Raises ValueError on text that is not a topology matrix.
+    """
+    if not isinstance(text, str):
+        raise ValueError("topology text must be a string, got %s" % type(text).__name__)
+    lines = _clean_lines(text)
+
+    header_at = None
+    for number, line in enumerate(lines):
+        if _is_header_start(line.split()):
+            header_at = number
+            break
+    if header_at is None:
+        raise ValueError("no GPU column header (GPU0 ...) found: not `nvidia-smi topo -m` output")
+
+    header = lines[header_at]
+    row_at = None
+    for number in range(header_at + 1, len(lines)):
+        line = lines[number]
+        tokens = line.split()
+        if not tokens:
+            continue
+        labels, _columns = _parse_header(header)
+        if _is_row_start(tokens, labels) or _is_legend(line):
+            row_at = number
+            break
+        header = _join_wrapped(header, line, _header_token_valid)
+    labels, columns = _parse_header(header)
+    if row_at is None or _is_legend(lines[row_at]):
+        raise ValueError("topology header has no matrix rows below it")
+    if len(set(labels)) != len(labels):
+        raise ValueError("topology header repeats a column label: %s" % " ".join(labels))
+
+    gpus = [label for label in labels if GPU_LABEL.match(label)]
+    nics = [label for label in labels if not GPU_LABEL.match(label)]
+    width = len(labels)
+
+    row_groups, matrix_end = _collect_rows(lines, row_at, labels, columns)
+    links = {}
+    affinity = {}
+    for row_lines in row_groups:
+        label, cells, trailing = _parse_row(row_lines, width, columns)
+        if label in links:
+            raise ValueError("topology matrix has two rows for %s" % label)
+        links[label] = dict((column, code) for column, code in zip(labels, cells) if column != label)
+        if label in gpus:
+            affinity[label] = dict(
+                (key, trailing.get(name) or None) for name, key in AFFINITY_COLUMNS
+            )
+
+    _reject_p2p(lines, links)
+    missing = [gpu for gpu in gpus if gpu not in links]
+    if missing:
+        raise ValueError("topology matrix lacks the rows of %s (truncated output?)" % ", ".join(missing))
+    for nic in nics:
+        # Old drivers and some pastes omit NIC rows; the matrix is symmetric.
+        row = links.setdefault(nic, {})
+        for other in labels:
+            if other != nic and other not in row:
+                row[other] = links.get(other, {}).get(nic)
+        if any(code is None for code in row.values()):
+            raise ValueError("topology matrix has no row for %s and cannot infer it" % nic)
+
+    legend = _parse_nic_legend(lines[matrix_end:])
+    return {
+        "gpus": gpus,
+        "nics": nics,
+        "nic_names": dict((nic, legend.get(nic, nic)) for nic in nics),
+        "links": links,
+        "affinity": affinity,
+    }
+
+
+def nvlink_count(code):
+    """Number of bonded NVLinks a connection code stands for (``NV18`` -> 18, ``SYS`` -> 0)."""
+    match = NVLINK.match(code or "")
+    return int(match.group(1)) if match else 0
+
+
+def nic_distance_rank(code):
+    """Rank of a GPU-to-NIC path, 0 for PIX up to 4 for SYS/SOC; unknown codes rank last."""
+    return _DISTANCE_RANK.get(code, _UNKNOWN_RANK)
+
+
+def nvlink_pairs(topology):
+    """GPU pairs joined by NVLink, in GPU order: ``[{"gpus": [a, b], "links": n}, ...]``."""
+    gpus = topology["gpus"]
+    pairs = []
+    for position, first in enumerate(gpus):
+        for second in gpus[position + 1:]:
+            count = nvlink_count(topology["links"][first][second])
+            if count:
+                pairs.append({"gpus": [first, second], "links": count})
+    return pairs
+
+
+def nearest_nics(topology):
+    """Every GPU's NICs, nearest first (PIX < PXB < PHB < NODE < SYS), ties in column order.
+
+    The list order is the one to hand to NCCL (``NCCL_IB_HCA``) for that GPU;
+    entries sharing the first entry's ``link`` are equally near.
+    """
+    result = {}
+    for gpu in topology["gpus"]:
+        ranked = sorted(
+            enumerate(topology["nics"]),
+            key=lambda item: (nic_distance_rank(topology["links"][gpu][item[1]]), item[0]),
+        )
+        result[gpu] = [
+            {
+                "nic": nic,
+                "name": topology["nic_names"][nic],
+                "link": topology["links"][gpu][nic],
+            }
+            for _position, nic in ranked
+        ]
+    return result
+
+
+def _known(value):
+    return value not in (None, "N/A")
+
+
+def check_expect(topology, expect):
+    """Compare a parsed topology with an expected hardware profile.
+
+    ``expect`` keys (all optional, None means "do not check"):
+    ``gpu_count``, ``nic_count``, ``min_nvlinks`` (every GPU pair),
+    ``max_nic_distance`` (every GPU has a NIC at most this far: PIX, PXB,
+    PHB, NODE or SYS) and ``require_affinity`` (every GPU reports its CPU
+    and NUMA affinity).  Returns the list of every mismatch, empty when the
+    topology matches.
+    """
+    expect = expect or {}
+    mismatches = []
+    gpus = topology["gpus"]
+
+    gpu_count = expect.get("gpu_count")
+    if gpu_count is not None and len(gpus) != gpu_count:
+        mismatches.append("expected %d GPUs, found %d" % (gpu_count, len(gpus)))
+
+    nic_count = expect.get("nic_count")
+    if nic_count is not None and len(topology["nics"]) != nic_count:
+        mismatches.append("expected %d NICs, found %d" % (nic_count, len(topology["nics"])))
+
+    min_nvlinks = expect.get("min_nvlinks")
+    if min_nvlinks:
+        for position, first in enumerate(gpus):
+            for second in gpus[position + 1:]:
+                code = topology["links"][first][second]
+                if nvlink_count(code) < min_nvlinks:
+                    mismatches.append(
+                        "%s-%s: %s, expected at least NV%d" % (first, second, code, min_nvlinks)
+                    )
+
+    max_distance = expect.get("max_nic_distance")
+    if max_distance is not None:
+        if max_distance not in _DISTANCE_RANK:
+            raise ValueError(
+                "max_nic_distance must be one of %s, got %r" % (", ".join(NIC_DISTANCE_ORDER), max_distance)
+            )
+        limit = nic_distance_rank(max_distance)
+        for gpu, nics in nearest_nics(topology).items():
+            if not nics:
+                mismatches.append("%s: no NIC in the topology, expected one at most %s away" % (gpu, max_distance))
+            elif nic_distance_rank(nics[0]["link"]) > limit:
+                mismatches.append(
+                    "%s: nearest NIC %s (%s) is %s away, expected at most %s"
+                    % (gpu, nics[0]["nic"], nics[0]["name"], nics[0]["link"], max_distance)
+                )
+
+    if expect.get("require_affinity"):
+        for gpu in gpus:
+            cell = topology["affinity"][gpu]
+            absent = [key for key in ("cpus", "numa") if not _known(cell[key])]
+            if absent:
+                mismatches.append("%s: no %s affinity reported" % (gpu, " or ".join(
+                    "CPU" if key == "cpus" else "NUMA" for key in absent)))
+    return mismatches
+
+
+def analyze(text, expect=None):
+    """Parse ``nvidia-smi topo -m`` text and derive what playbooks need from it."""
+    topology = parse_topo_matrix(text)
+    return {
+        "topology": topology,
+        "gpu_count": len(topology["gpus"]),
+        "nic_count": len(topology["nics"]),
+        "nvlink_pairs": nvlink_pairs(topology),
+        "nearest_nics": nearest_nics(topology),
+        "affinity": topology["affinity"],
+        "mismatches": check_expect(topology, expect),
+    }

@@ -1,0 +1,294 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+
+# Copyright (c) 2026, gpucloud.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: nvidia_gpu_info
+short_description: Gather facts about NVIDIA GPUs, their driver and their health counters
+version_added: 0.1.0
+description:
+  - Reads the NVIDIA driver and every GPU in-process through NVML, using the C(pynvml) module
+    of the C(nvidia-ml-py) Python package, without starting another process.
+  - When C(pynvml) cannot be imported, parses C(nvidia-smi -q -x) instead (plus
+    C(nvidia-smi --query-gpu=index,compute_cap) and the GPUs' sysfs NUMA node and CPU list),
+    and says which source answered in RV(source).
+  - An NVML "Not Supported" (or "Not Found", "No Permission", "Function Not Found") answer, and
+    an C(N/A) from nvidia-smi, becomes V(null); it never fails the module.
+  - A host without NVIDIA driver or GPU is a normal answer (RV(gpu_count=0), RV(driver_loaded=false))
+    unless O(fail_on_missing=true).
+  - The facts are returned as C(ansible_facts.nvidia) and as top-level result keys.
+author:
+  - gpucloud.fleet contributors (@gpucloud)
+attributes:
+  check_mode:
+    support: full
+    description: The module only reads; check mode gives the same answer.
+  diff_mode:
+    support: none
+    description: Nothing changes, so there is nothing to diff.
+  facts:
+    support: full
+    description: Sets C(ansible_facts.nvidia).
+options:
+  source:
+    description:
+      - Where to read the facts.
+      - V(auto) uses NVML when C(pynvml) imports and nvidia-smi otherwise; when NVML finds no
+        library or driver, nvidia-smi gets a second look before the host counts as driverless.
+      - V(nvml) fails when C(nvidia-ml-py) is not installed on the target.
+      - V(nvidia-smi) never imports C(pynvml).
+    type: str
+    choices: [auto, nvml, nvidia-smi]
+    default: auto
+  fail_on_missing:
+    description:
+      - Fail when the driver is not loaded or sees no GPU, instead of returning
+        RV(gpu_count=0).
+    type: bool
+    default: false
+  src:
+    description:
+      - Path, on the managed node, of a captured C(nvidia-smi -q -x) or C(nvidia-smi -q) output
+        to read instead of the live host (for CI and fixture tests).
+      - Such captures carry neither compute capability, NUMA node nor CPU affinity; those stay
+        V(null). RV(source) is V(nvidia-smi).
+      - Only O(source=auto) or O(source=nvidia-smi) can read it.
+    type: path
+requirements:
+  - An NVIDIA driver on the target; C(nvidia-ml-py) (module C(pynvml)) for the NVML source.
+notes:
+  - NVML counts the driver-reserved memory as used when the driver is too old for
+    C(nvmlDeviceGetMemoryInfo_v2); nvidia-smi lists it apart. RV(gpus[].memory_used_mib) can
+    therefore differ by a few hundred MiB between sources on such drivers.
+  - The NUMA node and CPU affinity come from NVML's affinity masks or from sysfs
+    (C(/sys/bus/pci/devices/*/numa_node), C(local_cpulist)); both say the same thing.
+seealso:
+  - module: gpucloud.fleet.nvidia_topology
+  - module: gpucloud.fleet.nvidia_persistence
+"""
+
+EXAMPLES = r"""
+- name: Read GPU facts
+  gpucloud.fleet.nvidia_gpu_info:
+
+- name: Refuse to go on without a working GPU
+  gpucloud.fleet.nvidia_gpu_info:
+    fail_on_missing: true
+
+- name: Check that no GPU has pending row remaps or uncorrected ECC errors
+  ansible.builtin.assert:
+    that:
+      - ansible_facts.nvidia.gpus | selectattr('remapped_rows', 'ne', none)
+        | map(attribute='remapped_rows.pending') | select | list | length == 0
+      - ansible_facts.nvidia.gpus | map(attribute='ecc.uncorrected_volatile')
+        | reject('none') | select | list | length == 0
+
+- name: Read a captured nvidia-smi -q -x file instead of the host
+  gpucloud.fleet.nvidia_gpu_info:
+    src: /tmp/captures/nvidia-smi_-q_-x.xml
+  register: captured
+"""
+
+RETURN = r"""
+source:
+  description: What answered, V(nvml) or V(nvidia-smi).
+  returned: always
+  type: str
+  sample: nvml
+driver_loaded:
+  description: Whether an NVIDIA driver answered.
+  returned: always
+  type: bool
+  sample: true
+driver_version:
+  description: NVIDIA driver version.
+  returned: always
+  type: str
+  sample: "580.159.04"
+cuda_driver_version:
+  description: Highest CUDA version the driver supports.
+  returned: always
+  type: str
+  sample: "13.0"
+nvml_version:
+  description: NVML library version; V(null) from nvidia-smi.
+  returned: always
+  type: str
+  sample: "13.580.159.04"
+gpu_count:
+  description: Number of GPUs the driver sees.
+  returned: always
+  type: int
+  sample: 1
+gpus:
+  description: One entry per GPU in NVML index order. Unknown or unsupported values are V(null).
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    index:
+      description: NVML / nvidia-smi index.
+      type: int
+    name:
+      description: Product name.
+      type: str
+      sample: NVIDIA H200
+    uuid:
+      description: GPU UUID.
+      type: str
+      sample: GPU-4fc604de-9030-742c-d69f-594418e871d5
+    serial:
+      description: Board serial number.
+      type: str
+    pci_bus_id:
+      description: PCI address as nvidia-smi prints it.
+      type: str
+      sample: "00000000:00:06.0"
+    architecture:
+      description: GPU architecture name.
+      type: str
+      sample: Hopper
+    compute_capability:
+      description: CUDA compute capability.
+      type: str
+      sample: "9.0"
+    memory_total_mib:
+      description: Framebuffer memory in MiB.
+      type: int
+      sample: 143771
+    memory_used_mib:
+      description: Framebuffer memory in use, MiB.
+      type: int
+    persistence_mode:
+      description: Whether persistence mode is on.
+      type: bool
+    compute_mode:
+      description: V(Default), V(Exclusive_Process), V(Prohibited) or V(Exclusive_Thread).
+      type: str
+    mig:
+      description: MIG mode, V(current) and V(pending) (booleans, V(null) where MIG is not supported).
+      type: dict
+    ecc:
+      description: >-
+        ECC mode V(current) and V(pending), and the uncorrected error counts
+        V(uncorrected_volatile) (since the last driver load) and V(uncorrected_aggregate) (lifetime).
+      type: dict
+    remapped_rows:
+      description: >-
+        Row remapping (Ampere and later): V(correctable), V(uncorrectable) counts and
+        the V(pending) and V(failure) flags; V(null) where not supported.
+      type: dict
+    retired_pages:
+      description: >-
+        Page retirement (before Ampere): V(single_bit_ecc), V(double_bit_ecc) counts and
+        V(pending); V(null) where not supported.
+      type: dict
+    power:
+      description: V(draw_w), V(limit_w), V(default_limit_w) and V(enforced_limit_w), in watts.
+      type: dict
+    temperature_c:
+      description: GPU core temperature, Celsius.
+      type: int
+    clocks_mhz:
+      description: Current and maximum SM and memory clocks, V(sm), V(sm_max), V(memory), V(memory_max).
+      type: dict
+    pcie:
+      description: PCIe link V(gen), V(gen_max), V(width) and V(width_max).
+      type: dict
+    vbios_version:
+      description: VBIOS version.
+      type: str
+    numa_node:
+      description: NUMA node nearest to the GPU (host memory affinity).
+      type: int
+    gpu_numa_id:
+      description: NUMA node of the GPU's own memory on coherent platforms (Grace); V(null) elsewhere.
+      type: int
+    cpu_affinity:
+      description: CPUs nearest to the GPU, in kernel list format.
+      type: str
+      sample: "0-15"
+"""
+
+import traceback
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+from ansible_collections.gpucloud.fleet.plugins.module_utils.nvml import (
+    LibraryMissing,
+    NvidiaError,
+    facts_from_capture,
+    gather,
+    missing_reason,
+)
+
+try:
+    import pynvml
+except ImportError:
+    pynvml = None
+    PYNVML_IMPORT_ERROR = traceback.format_exc()
+else:
+    PYNVML_IMPORT_ERROR = None
+
+
+def _read_file(path):
+    try:
+        with open(path) as handle:
+            return handle.read()
+    except (IOError, OSError):
+        return None
+
+
+def _smi_runner(module):
+    smi = module.get_bin_path("nvidia-smi")
+    if smi is None:
+        return None
+
+    def run(args):
+        return module.run_command([smi] + args, environ_update={"LC_ALL": "C"})
+
+    return run
+
+
+def _facts(module):
+    src = module.params["src"]
+    if src is None:
+        return gather(module.params["source"], pynvml, _smi_runner(module), _read_file)
+    if module.params["source"] == "nvml":
+        raise NvidiaError("src holds nvidia-smi output; source=nvml cannot read it")
+    text = _read_file(src)
+    if text is None:
+        raise NvidiaError("cannot read src %s" % src)
+    return facts_from_capture(text)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            source=dict(type="str", default="auto", choices=["auto", "nvml", "nvidia-smi"]),
+            fail_on_missing=dict(type="bool", default=False),
+            src=dict(type="path"),
+        ),
+        supports_check_mode=True,
+    )
+    try:
+        facts = _facts(module)
+    except LibraryMissing:
+        module.fail_json(msg=missing_required_lib("nvidia-ml-py"), exception=PYNVML_IMPORT_ERROR)
+    except (NvidiaError, ValueError) as exc:
+        module.fail_json(msg=str(exc))
+    reason = missing_reason(facts)
+    if reason and module.params["fail_on_missing"]:
+        module.fail_json(msg=reason, **facts)
+    module.exit_json(changed=False, ansible_facts={"nvidia": facts}, **facts)
+
+
+if __name__ == "__main__":
+    main()
