@@ -114,7 +114,7 @@ def measure(size, args):
     try:
         first = run_playbook(inv_dir, args.playbook, args.extra, profile=True)
         reruns = [run_playbook(inv_dir, args.playbook, args.extra, profile=False)
-                  for _ in range(args.repeats)]
+                  for dummy in range(args.repeats)]
     finally:
         subprocess.run([sys.executable, LAB, "destroy", fleet], check=False)
         shutil.rmtree(inv_dir, ignore_errors=True)
