@@ -95,8 +95,3 @@ def test_mirror_node_installs_from_signed_loopback_repo(host, node):
     lists = host.check_output("ls /var/lib/apt/lists/")
     assert "127.0.0.1:8088_._InRelease" in lists
 
-
-def test_nouveau_blacklisted_through_host_prep(host):
-    conf = host.file("/etc/modprobe.d/gpucloud-blacklist-nouveau.conf")
-    assert conf.is_file
-    assert "blacklist nouveau" in conf.content_string
