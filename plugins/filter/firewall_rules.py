@@ -1,0 +1,289 @@
+# Copyright (c) 2026, gpucloud.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+# Documentation: firewall_cidrs.yml, firewall_ruleset.yml and firewall_plan.yml beside this file.
+#
+# Rules are rendered exactly as iptables-save prints them, so that the live rules of our
+# chain (read back with iptables-save) compare line by line with the wanted ones.
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import difflib
+import re
+
+from ansible.errors import AnsibleFilterError
+
+try:
+    import netaddr
+    HAS_NETADDR = True
+except ImportError:
+    HAS_NETADDR = False
+
+FAMILIES = ("ipv4", "ipv6")
+PROTOCOLS = ("tcp", "udp", "all")
+# One multiport match takes at most 15 ports; a range counts as two.
+MULTIPORT_SLOTS = 15
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+INTERFACE_RE = re.compile(r"^[A-Za-z0-9_.:@-]{1,15}\+?$")
+CHAIN_RE = re.compile(r"^[A-Z0-9][A-Z0-9_-]{0,28}$")
+# Chains other software owns; ours must never be one of them.
+FOREIGN_CHAIN_PREFIXES = ("DOCKER", "KUBE-", "CNI-", "CILIUM", "cali-", "FLANNEL", "WEAVE")
+BUILTIN_CHAINS = ("INPUT", "FORWARD", "OUTPUT", "PREROUTING", "POSTROUTING")
+
+# ICMP that a host needs to work (path MTU, errors, IPv6 neighbour discovery).
+ICMP_ESSENTIAL = {
+    "ipv4": ["-p icmp -m icmp --icmp-type 3", "-p icmp -m icmp --icmp-type 11",
+             "-p icmp -m icmp --icmp-type 12"],
+    "ipv6": ["-p ipv6-icmp -m icmp6 --icmpv6-type 1", "-p ipv6-icmp -m icmp6 --icmpv6-type 2",
+             "-p ipv6-icmp -m icmp6 --icmpv6-type 3", "-p ipv6-icmp -m icmp6 --icmpv6-type 4",
+             "-p ipv6-icmp -m icmp6 --icmpv6-type 133 -m hl --hl-eq 255",
+             "-p ipv6-icmp -m icmp6 --icmpv6-type 134 -m hl --hl-eq 255",
+             "-p ipv6-icmp -m icmp6 --icmpv6-type 135 -m hl --hl-eq 255",
+             "-p ipv6-icmp -m icmp6 --icmpv6-type 136 -m hl --hl-eq 255"],
+}
+ICMP_ECHO = {"ipv4": "-p icmp -m icmp --icmp-type 8", "ipv6": "-p ipv6-icmp -m icmp6 --icmpv6-type 128"}
+
+
+def _need_netaddr(name):
+    if not HAS_NETADDR:
+        raise AnsibleFilterError("%s: the Python library netaddr is required on the controller "
+                                 "(pip install netaddr)" % name)
+
+
+def _network(value, varname):
+    """One address or CIDR -> netaddr.IPNetwork (host bits cleared), or an error naming varname."""
+    if not isinstance(value, str) or not value.strip():
+        raise AnsibleFilterError("%s: %r is not an IPv4/IPv6 address or CIDR string" % (varname, value))
+    text = value.strip()
+    try:
+        if "/" in text:
+            address, prefix = text.split("/", 1)
+            if not prefix.isdigit():
+                raise ValueError("prefix length %r is not a number" % prefix)
+            ip = netaddr.IPAddress(address, flags=netaddr.INET_PTON)
+            full = 32 if ip.version == 4 else 128
+            if int(prefix) > full:
+                raise ValueError("prefix length /%s is longer than /%d" % (prefix, full))
+            net = netaddr.IPNetwork("%s/%s" % (ip, prefix))
+        else:
+            ip = netaddr.IPAddress(text, flags=netaddr.INET_PTON)
+            net = netaddr.IPNetwork("%s/%d" % (ip, 32 if ip.version == 4 else 128))
+    except (netaddr.AddrFormatError, ValueError, TypeError) as exc:
+        raise AnsibleFilterError("%s: %r is not a valid IPv4/IPv6 address or CIDR (%s)" % (varname, value, exc))
+    if net.version == 6 and net.ip.is_ipv4_mapped():
+        net = netaddr.IPNetwork("%s/%d" % (net.ip.ipv4(), max(net.prefixlen - 96, 0)))
+    return net.cidr
+
+
+def firewall_cidrs(values, varname="cidrs"):
+    """Validate a list of addresses/CIDRs; return {'ipv4': [...], 'ipv6': [...]} in canonical form."""
+    _need_netaddr("firewall_cidrs")
+    if values is None:
+        values = []
+    if isinstance(values, str) or not isinstance(values, (list, tuple)):
+        raise AnsibleFilterError("%s: must be a list of CIDRs, got %r" % (varname, values))
+    result = {"ipv4": [], "ipv6": []}
+    for value in values:
+        net = _network(value, varname)
+        family = "ipv4" if net.version == 4 else "ipv6"
+        text = str(net)
+        if text not in result[family]:
+            result[family].append(text)
+    return result
+
+
+def _port(value, varname):
+    if isinstance(value, bool):
+        raise AnsibleFilterError("%s: %r is not a port" % (varname, value))
+    if isinstance(value, int) or (isinstance(value, str) and value.strip().isdigit()):
+        number = int(value)
+        if not 1 <= number <= 65535:
+            raise AnsibleFilterError("%s: port %r is outside 1-65535" % (varname, value))
+        return str(number), 1
+    if isinstance(value, str):
+        match = re.match(r"^\s*(\d+)\s*[:-]\s*(\d+)\s*$", value)
+        if match:
+            low, high = int(match.group(1)), int(match.group(2))
+            if not (1 <= low < high <= 65535):
+                raise AnsibleFilterError("%s: port range %r must be LOW:HIGH with 1 <= LOW < HIGH <= 65535"
+                                         % (varname, value))
+            return "%d:%d" % (low, high), 2
+    raise AnsibleFilterError("%s: %r is not a port (1-65535) or a range LOW:HIGH" % (varname, value))
+
+
+def _port_chunks(ports, varname):
+    """Ports -> comma-joined groups that each fit one multiport match."""
+    if isinstance(ports, (str, int)) or not isinstance(ports, (list, tuple)):
+        raise AnsibleFilterError("%s: ports must be a list, got %r" % (varname, ports))
+    seen, chunks, current, used = set(), [], [], 0
+    for value in ports:
+        text, slots = _port(value, varname)
+        if text in seen:
+            continue
+        seen.add(text)
+        if used + slots > MULTIPORT_SLOTS:
+            chunks.append(",".join(current))
+            current, used = [], 0
+        current.append(text)
+        used += slots
+    if current:
+        chunks.append(",".join(current))
+    return chunks
+
+
+def _comment(name):
+    return "-m comment --comment %s" % name
+
+
+def _service(service, index):
+    varname = "firewall_services[%d]" % index
+    if not isinstance(service, dict):
+        raise AnsibleFilterError("%s: must be a dict with name, proto, ports, sources, got %r" % (varname, service))
+    name = service.get("name")
+    if not isinstance(name, str) or not NAME_RE.match(name):
+        raise AnsibleFilterError("%s: name %r must be 1-64 letters, digits, '_', '.', '-'" % (varname, name))
+    varname = "firewall_services[%d] '%s'" % (index, name)
+    proto = service.get("proto", "tcp")
+    if proto not in PROTOCOLS:
+        raise AnsibleFilterError("%s: proto %r is not one of %s" % (varname, proto, ", ".join(PROTOCOLS)))
+    ports = service.get("ports") or []
+    if proto == "all":
+        if ports:
+            raise AnsibleFilterError("%s: proto 'all' opens every port; leave ports empty" % varname)
+        chunks = [None]
+    else:
+        chunks = _port_chunks(ports, varname + " ports")
+        if not chunks:
+            raise AnsibleFilterError("%s: proto %s needs at least one port" % (varname, proto))
+    sources = firewall_cidrs(service.get("sources") or [], varname + " sources")
+    return name, proto, chunks, sources
+
+
+def firewall_ruleset(config, family="ipv4", chain="GPUCLOUD-INPUT"):
+    """The rules of our input chain for one family, as iptables-save prints them."""
+    _need_netaddr("firewall_ruleset")
+    if family not in FAMILIES:
+        raise AnsibleFilterError("firewall_ruleset: family must be ipv4 or ipv6, got %r" % (family,))
+    _check_chain(chain)
+    if not isinstance(config, dict):
+        raise AnsibleFilterError("firewall_ruleset: config must be a dict, got %r" % (config,))
+    head = "-A %s " % chain
+    rules = [head + "-i lo -j ACCEPT",
+             head + "-m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT",
+             head + "-m conntrack --ctstate INVALID -j DROP"]
+    icmp = list(ICMP_ESSENTIAL[family])
+    if config.get("allow_ping", True):
+        icmp.append(ICMP_ECHO[family])
+    rules += [head + match + " -j ACCEPT" for match in icmp]
+    for source in firewall_cidrs(config.get("controller") or [], "firewall_controller_cidrs")[family]:
+        rules.append(head + "-s %s %s -j ACCEPT" % (source, _comment("gpucloud-controller")))
+    for interface in config.get("trusted_interfaces") or []:
+        if not isinstance(interface, str) or not INTERFACE_RE.match(interface):
+            raise AnsibleFilterError("firewall_trusted_interfaces: %r is not an interface name "
+                                     "(at most 15 characters, '+' as a trailing wildcard)" % (interface,))
+        rules.append(head + "-i %s %s -j ACCEPT" % (interface, _comment("gpucloud-trusted-interface")))
+    for proto in ("tcp", "udp"):
+        key = "public_%s_ports" % proto
+        for chunk in _port_chunks(config.get(key) or [], "firewall_" + key):
+            rules.append(head + "-p %s -m multiport --dports %s %s -j ACCEPT" % (proto, chunk, _comment("gpucloud-public")))
+    services = config.get("services") or []
+    if not isinstance(services, (list, tuple)):
+        raise AnsibleFilterError("firewall_services: must be a list, got %r" % (services,))
+    names = set()
+    for index, service in enumerate(services):
+        name, proto, chunks, sources = _service(service, index)
+        if name in names:
+            raise AnsibleFilterError("firewall_services: the name '%s' is used twice" % name)
+        names.add(name)
+        for source in sources[family]:
+            for chunk in chunks:
+                if chunk is None:
+                    rules.append(head + "-s %s %s -j ACCEPT" % (source, _comment(name)))
+                else:
+                    rules.append(head + "-s %s -p %s -m multiport --dports %s %s -j ACCEPT"
+                                 % (source, proto, chunk, _comment(name)))
+    return rules
+
+
+def _check_chain(chain):
+    if not isinstance(chain, str) or not CHAIN_RE.match(chain) or chain in BUILTIN_CHAINS \
+            or chain.upper().startswith(tuple(p.upper() for p in FOREIGN_CHAIN_PREFIXES)):
+        raise AnsibleFilterError("firewall: %r cannot be our chain (a built-in or another tool's chain)" % (chain,))
+
+
+def _live_view(save_text, chain):
+    """Parse iptables-save output of the filter table: policy, our jumps, our rules."""
+    policy, exists, input_rules, rules, in_filter = None, False, [], [], False
+    for line in (save_text or "").splitlines():
+        line = line.strip()
+        if line.startswith("*"):
+            in_filter = line == "*filter"
+            continue
+        if not in_filter or not line or line.startswith("#"):
+            continue
+        if line.startswith(":INPUT "):
+            policy = line.split()[1]
+        elif line.startswith(":%s " % chain):
+            exists = True
+        elif line.startswith("-A INPUT "):
+            input_rules.append(line)
+        elif line.startswith("-A %s " % chain):
+            rules.append(line)
+    jump = "-A INPUT -j %s" % chain
+    positions = [index + 1 for index, rule in enumerate(input_rules) if rule == jump]
+    return {"policy": policy, "chain_exists": exists, "jump_positions": positions, "rules": rules}
+
+
+def _view_lines(policy, positions, exists, rules, chain):
+    lines = ["-P INPUT %s" % policy]
+    lines += ["-I INPUT %d -j %s" % (position, chain) for position in positions]
+    if exists:
+        lines.append("-N %s" % chain)
+    return lines + list(rules)
+
+
+def firewall_plan(save_text, rules, policy="DROP", chain="GPUCLOUD-INPUT", family="ipv4"):
+    """Compare the live filter table with the wanted rules of our chain.
+
+    Returns differs, diff (unified, live -> wanted), live (parsed), apply (an
+    iptables-restore --noflush input that touches only INPUT's policy, our jump and
+    our chain) and persist (a file for netfilter-persistent / iptables-services).
+    """
+    _check_chain(chain)
+    if policy not in ("DROP", "ACCEPT"):
+        raise AnsibleFilterError("firewall_input_policy: %r is not DROP or ACCEPT" % (policy,))
+    if not isinstance(rules, (list, tuple)) or not all(isinstance(r, str) and r.startswith("-A %s " % chain)
+                                                       for r in rules):
+        raise AnsibleFilterError("firewall_plan: rules must be the list firewall_ruleset returns")
+    live = _live_view(save_text, chain)
+    before = _view_lines(live["policy"] or "ACCEPT", live["jump_positions"], live["chain_exists"],
+                         live["rules"], chain)
+    after = _view_lines(policy, [1], True, rules, chain)
+    tool = "iptables" if family == "ipv4" else "ip6tables"
+    diff = "".join(difflib.unified_diff([line + "\n" for line in before], [line + "\n" for line in after],
+                                        fromfile="%s (live)" % tool, tofile="%s (wanted)" % tool))
+    apply_lines = ["*filter", ":INPUT %s [0:0]" % policy, ":%s - [0:0]" % chain]
+    apply_lines += ["-D INPUT -j %s" % chain] * len(live["jump_positions"])
+    apply_lines += ["-I INPUT 1 -j %s" % chain] + list(rules) + ["COMMIT"]
+    persist_lines = ["# Managed by the gpucloud.fleet firewall role: only INPUT's policy and our chain.",
+                     "# Loaded at boot before Docker/Kubernetes add their own chains.",
+                     "*filter", ":INPUT %s [0:0]" % policy, ":%s - [0:0]" % chain,
+                     "-A INPUT -j %s" % chain] + list(rules) + ["COMMIT"]
+    return {
+        "differs": before != after,
+        "diff": diff,
+        "live": live,
+        "apply": "\n".join(apply_lines) + "\n",
+        "persist": "\n".join(persist_lines) + "\n",
+    }
+
+
+class FilterModule(object):
+    def filters(self):
+        return {
+            "firewall_cidrs": firewall_cidrs,
+            "firewall_ruleset": firewall_ruleset,
+            "firewall_plan": firewall_plan,
+        }
