@@ -1,9 +1,8 @@
-#!/usr/bin/env python3
 """Generate each role's variable reference from its meta/argument_specs.yml.
 
-    scripts/role_docs.py            # write docs/roles/<role>.md (+ marked README sections)
-    scripts/role_docs.py --check    # exit 1 when a generated file is out of date (CI)
-    scripts/role_docs.py ROLE ...   # only these roles
+    python scripts/role_docs.py            # write docs/roles/<role>.md (+ marked README sections)
+    python scripts/role_docs.py --check    # exit 1 when a generated file is out of date (CI)
+    python scripts/role_docs.py ROLE ...   # only these roles
 
 Where the output goes, and why:
 - docs/roles/<role>.md is always (re)written: the full reference of every entry point,
@@ -176,7 +175,7 @@ def main(argv=None):
     if stale:
         for path in stale:
             print("role_docs: out of date: %s" % os.path.relpath(path, args.root))
-        print("role_docs: run scripts/role_docs.py", file=sys.stderr)
+        print("role_docs: run python scripts/role_docs.py", file=sys.stderr)
         return 1
     return 0
 
