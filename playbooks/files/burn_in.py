@@ -19,7 +19,7 @@ import time
 
 def timed(torch, fn, seconds, minimum=5):
     """Seconds per call of fn, averaged over about SECONDS of calls after a warm-up."""
-    for _ in range(3):
+    for _warmup in range(3):
         fn()
     torch.cuda.synchronize()
     calls, start = 0, time.perf_counter()

@@ -203,10 +203,13 @@ def _gpu_checks(host, profile, nvidia):
         checks.append(_check(host, "gpu.persistence", NA, "profile %s does not require persistence" % name))
 
     want_ecc = profile.get("ecc", True)
-    wrong_ecc = _per_gpu(gpus, lambda g: None if (g.get("ecc") or {}).get("current") is want_ecc
-                         and (g.get("ecc") or {}).get("pending") in (want_ecc, None)
-                         else "ECC current=%s pending=%s" % ((g.get("ecc") or {}).get("current"),
-                                                              (g.get("ecc") or {}).get("pending")))
+    def ecc_mode(gpu):
+        ecc = gpu.get("ecc") or {}
+        if ecc.get("current") is want_ecc and ecc.get("pending") in (want_ecc, None):
+            return None
+        return "ECC current=%s pending=%s" % (ecc.get("current"), ecc.get("pending"))
+
+    wrong_ecc = _per_gpu(gpus, ecc_mode)
     checks.append(_check(host, "gpu.ecc_mode", FAIL if wrong_ecc else PASS,
                          "; ".join(wrong_ecc) + ", expected %s" % ("on" if want_ecc else "off") if wrong_ecc
                          else "ECC is %s on every GPU" % ("on" if want_ecc else "off")))

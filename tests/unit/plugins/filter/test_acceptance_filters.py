@@ -16,8 +16,8 @@ NO_GPU = {"driver_loaded": False, "gpu_count": 0, "gpus": []}
 
 
 def test_checks_fleet_and_markdown_through_filters():
-    checks = FILTERS["acceptance_checks"]({"nvidia": NO_GPU}, "lab-gpu-1", {"name": "lab", "gpu_count": 0,
-                                                                           "firewall": False})
+    profile = {"name": "lab", "gpu_count": 0, "firewall": False}
+    checks = FILTERS["acceptance_checks"]({"nvidia": NO_GPU}, "lab-gpu-1", profile)
     assert all(c["ok"] for c in checks)
     report = FILTERS["acceptance_fleet"]({"lab-gpu-1": checks})
     assert report["gpu_less_hosts"] == ["lab-gpu-1"]
