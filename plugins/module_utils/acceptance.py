@@ -203,6 +203,7 @@ def _gpu_checks(host, profile, nvidia):
         checks.append(_check(host, "gpu.persistence", NA, "profile %s does not require persistence" % name))
 
     want_ecc = profile.get("ecc", True)
+
     def ecc_mode(gpu):
         ecc = gpu.get("ecc") or {}
         if ecc.get("current") is want_ecc and ecc.get("pending") in (want_ecc, None):
