@@ -17,7 +17,7 @@ A node spec (JSON list entry or NAME=IMAGE[,OPTION...]) knows: name, image,
 groups, capabilities (default NET_ADMIN, for iptables), privileged, devices,
 volumes, publish. Containers carry the labels gpucloud.lab=1 and
 gpucloud.fleet=FLEET; nothing without those labels is ever touched.
-Downloaded .deb files are kept across runs in GPUCLOUD_APT_CACHE/<image>
+Downloaded .deb files are kept across runs in GPUCLOUD_APT_CACHE/<node name>
 (default /var/tmp/gpucloud-apt-cache), mounted at /var/cache/apt/archives.
 Environment: scripts/env.sh (CONTAINERS_CONF, GPUCLOUD_IMAGE_PREFIX,
 GPUCLOUD_APT_CACHE).
@@ -47,10 +47,13 @@ def network_name(fleet):
     return "gpucloud-%s" % fleet
 
 
-def apt_cache_dir(image):
-    """Host directory that keeps IMAGE's downloaded packages between lab runs."""
+def apt_cache_dir(name):
+    """Host directory that keeps node NAME's downloaded packages between lab runs.
+
+    One directory per node, not per image: apt locks its archive directory for the
+    whole download, so nodes sharing one would wait on each other."""
     root = os.environ.get("GPUCLOUD_APT_CACHE", "/var/tmp/gpucloud-apt-cache")
-    path = os.path.join(root, image.replace("/", "_").replace(":", "_"))
+    path = os.path.join(root, name)
     os.makedirs(os.path.join(path, "partial"), exist_ok=True)
     return path
 
@@ -210,7 +213,7 @@ def create(fleet, specs, boot_timeout=BOOT_TIMEOUT):
             continue
         args = ["run", "--detach", "--name", name, "--hostname", name,
                 "--network", network_name(fleet), "--systemd", "always",
-                "--volume", "%s:/var/cache/apt/archives" % apt_cache_dir(refs[name]),
+                "--volume", "%s:/var/cache/apt/archives" % apt_cache_dir(name),
                 "--label", "%s=1" % LABEL_LAB, "--label", "%s=%s" % (LABEL_FLEET, fleet),
                 "--label", "%s=%s" % (LABEL_GROUPS, ",".join(spec.get("groups", [])))]
         for cap in spec.get("capabilities", DEFAULT_CAPS):
