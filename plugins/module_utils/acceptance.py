@@ -479,7 +479,7 @@ def site_summary_markdown(nodes, stages_all, stages_enabled, skip_reasons=None, 
         node = nodes[host]
         if not node:
             stopped.append(host)
-            lines.append("| %s | - | - | - | - | NOT RUN: unreachable, failed earlier, or its batch was stopped |" % host)
+            lines.append("| %s | - | - | - | - | NOT RUN: in a later batch, unreachable, failed earlier, or the rollout stopped |" % host)
             continue
         if node.get("reboot_required"):
             reboot = "REQUIRED, %s" % ("allowed (done by the roles' handlers)" if node.get("reboot_allowed")
