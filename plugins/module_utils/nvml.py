@@ -285,18 +285,19 @@ def collect_device(pynvml, index, cpu_count):
     )
 
 
-def collect_nvml(pynvml, cpu_count=None):
+def collect_nvml(pynvml, cpu_count=None, read_file=None):
     """All facts through NVML: init, query every GPU, shutdown.
 
     No NVML library or no driver gives ``driver_loaded: false`` rather than
-    an error.
+    an error; so does any failed initialisation while no NVIDIA kernel module
+    is loaded (``read_file`` reads /proc).
     """
     missing = _error_classes(pynvml, MISSING_ERRORS)
     any_error = getattr(pynvml, "NVMLError", Exception)
     try:
         pynvml.nvmlInit()
     except any_error as exc:
-        if isinstance(exc, missing):
+        if isinstance(exc, missing) or (read_file is not None and not kernel_driver_loaded(read_file)):
             return empty_facts("nvml")
         raise NvidiaError("NVML initialisation failed: %s" % exc)
     try:
@@ -349,6 +350,14 @@ def add_sysfs_affinity(facts, read_file):
     return facts
 
 
+PROC_DRIVER_VERSION = "/proc/driver/nvidia/version"
+
+
+def kernel_driver_loaded(read_file):
+    """True when the NVIDIA kernel module is loaded (it publishes its version in /proc)."""
+    return bool((read_file(PROC_DRIVER_VERSION) or "").strip())
+
+
 def _smi_says(rc, out, err):
     text = "%s\n%s" % (out or "", err or "")
     if rc in (SMI_DRIVER_NOT_LOADED, SMI_NVML_NOT_FOUND) or any(message in text for message in SMI_DRIVER_MESSAGES):
@@ -373,6 +382,10 @@ def collect_smi(run_smi, read_file=None):
     if verdict == "no-device":
         return empty_facts("nvidia-smi", driver_loaded=True)
     if verdict == "error":
+        if read_file is not None and not kernel_driver_loaded(read_file):
+            # e.g. "Failed to initialize NVML: Unknown Error" in a container or on a
+            # host where only the userspace is installed: no kernel driver, no GPU facts.
+            return empty_facts("nvidia-smi")
         raise NvidiaError("nvidia-smi -q -x failed (rc=%s): %s" % (rc, (err or out or "").strip()))
     try:
         parsed = parse_smi_xml(out)
@@ -412,7 +425,7 @@ def gather(source, pynvml=None, run_smi=None, read_file=None, cpu_count=None):
         raise LibraryMissing("source=nvml needs the nvidia-ml-py Python package (module pynvml) on the target")
     if source == "nvidia-smi" or pynvml is None:
         return collect_smi(run_smi, read_file)
-    facts = collect_nvml(pynvml, cpu_count)
+    facts = collect_nvml(pynvml, cpu_count, read_file)
     if facts["driver_loaded"] or source == "nvml" or run_smi is None:
         return facts
     second = collect_smi(run_smi, read_file)

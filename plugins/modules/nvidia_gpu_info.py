@@ -22,7 +22,9 @@ description:
   - An NVML "Not Supported" (or "Not Found", "No Permission", "Function Not Found") answer, and
     an C(N/A) from nvidia-smi, becomes V(null); it never fails the module.
   - A host without NVIDIA driver or GPU is a normal answer (RV(gpu_count=0), RV(driver_loaded=false))
-    unless O(fail_on_missing=true).
+    unless O(fail_on_missing=true). So is a failing NVML or C(nvidia-smi) while no NVIDIA kernel
+    module is loaded (no C(/proc/driver/nvidia/version)), as on a host where only the userspace
+    is installed yet.
   - The facts are returned as C(ansible_facts.nvidia) and as top-level result keys.
 author:
   - gpucloud.fleet contributors (@gpucloud)

@@ -148,6 +148,29 @@ def test_other_init_errors_fail():
         collect_nvml(fake_h200_nvml(init_error="NVMLError_NoPermission"))
 
 
+def _proc(loaded):
+    """read_file for /proc/driver/nvidia/version: a loaded module publishes its version."""
+    text = "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04\n" if loaded else None
+    return lambda path: text if path == "/proc/driver/nvidia/version" else None
+
+
+def test_init_error_without_kernel_module_is_no_driver():
+    # A host with only the userspace installed (a container, or before the first
+    # reboot): NVML's init fails with "Unknown Error"; that is "no driver", not a fault.
+    facts = collect_nvml(fake_h200_nvml(init_error="NVMLError_Unknown"), read_file=_proc(False))
+    assert (facts["driver_loaded"], facts["gpu_count"]) == (False, 0)
+    with pytest.raises(NvidiaError, match="NVML initialisation failed"):
+        collect_nvml(fake_h200_nvml(init_error="NVMLError_Unknown"), read_file=_proc(True))
+
+
+def test_smi_failure_without_kernel_module_is_no_driver():
+    failing = smi({"-q -x": (255, "Failed to initialize NVML: Unknown Error\n", "")})
+    facts = collect_smi(failing, read_file=_proc(False))
+    assert (facts["driver_loaded"], facts["gpu_count"], facts["source"]) == (False, 0, "nvidia-smi")
+    with pytest.raises(NvidiaError, match=r"rc=255\): Failed to initialize NVML: Unknown Error"):
+        collect_smi(failing, read_file=_proc(True))
+
+
 def test_driver_without_gpu():
     dump = h200_dump()
     dump["system"]["count"] = {"ok": 0}

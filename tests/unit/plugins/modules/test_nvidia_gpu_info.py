@@ -122,10 +122,28 @@ def test_driver_without_gpu_fails_when_asked_to(no_pynvml):
     assert failed["msg"] == "NVIDIA driver (unknown version) is loaded but sees no GPU"
 
 
-def test_nvidia_smi_error_fails(no_pynvml):
+def _kernel_module(monkeypatch, loaded):
+    version = "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04\n"
+    monkeypatch.setattr(nvidia_gpu_info, "_read_file",
+                        lambda path: version if loaded and path == "/proc/driver/nvidia/version" else None)
+
+
+def test_nvidia_smi_error_fails(no_pynvml, monkeypatch):
+    _kernel_module(monkeypatch, loaded=True)
     commands = FakeCommands({(SMI, "-q", "-x"): (15, "", "GPU is lost\n")})
     result = run_module(nvidia_gpu_info, {}, commands=commands, binaries=("nvidia-smi",))
     assert result["msg"] == "nvidia-smi -q -x failed (rc=15): GPU is lost"
+
+
+def test_userspace_without_kernel_module_is_no_driver(no_pynvml, monkeypatch):
+    # Seen in the lab: Debian's nvidia-smi installed in a container, no kernel module.
+    _kernel_module(monkeypatch, loaded=False)
+    commands = FakeCommands({(SMI, "-q", "-x"): (255, "Failed to initialize NVML: Unknown Error\n", "")})
+    result = run_module(nvidia_gpu_info, {}, commands=commands, binaries=("nvidia-smi",))
+    assert "failed" not in result
+    assert (result["driver_loaded"], result["gpu_count"]) == (False, 0)
+    failed = run_module(nvidia_gpu_info, {"fail_on_missing": True}, commands=commands, binaries=("nvidia-smi",))
+    assert failed["failed"] is True
 
 
 def test_lost_gpu_through_nvml_fails(monkeypatch):
