@@ -30,6 +30,8 @@ up() {
   current="setup (packages, venv, images)"; step "$current" scripts/setup.sh
   current="lab fleet up"; step "$current" scripts/lab.py create "$FLEET" --spec inventories/lab-fleet.json \
     --inventory "$INVENTORY/hosts.generated.yml"
+  # A YAML document start, so that `yamllint --strict .` passes while the lab is up.
+  sed -i '1i ---' "$INVENTORY/hosts.generated.yml"
   current="lab data disks (loop devices)"; step "$current" ansible-playbook -i "$INVENTORY" playbooks/lab/prepare.yml
   rm -rf "$GPUCLOUD_REPORT_DIR"
   mkdir -p "$GPUCLOUD_REPORT_DIR"
@@ -54,7 +56,7 @@ up() {
 
 down() {
   if [[ -n "$(scripts/lab.py list "$FLEET")" ]]; then
-    scripts/lab.py inventory "$FLEET" > "$INVENTORY/hosts.generated.yml"
+    { echo "---"; scripts/lab.py inventory "$FLEET"; } > "$INVENTORY/hosts.generated.yml"
     ansible-playbook -i "$INVENTORY" playbooks/lab/cleanup.yml || echo "main job: loop cleanup inside the nodes failed; trying from the host"
   fi
   # Loop devices a crashed run left behind (they belong to the host's kernel).
