@@ -59,10 +59,14 @@ down() {
     { echo "---"; scripts/lab.py inventory "$FLEET"; } > "$INVENTORY/hosts.generated.yml"
     ansible-playbook -i "$INVENTORY" playbooks/lab/cleanup.yml || echo "main job: loop cleanup inside the nodes failed; trying from the host"
   fi
-  # Loop devices a crashed run left behind (they belong to the host's kernel).
-  local dev
-  for dev in $(losetup --noheadings --output NAME,BACK-FILE 2>/dev/null | awk '$2 ~ /\/var\/tmp\/gpucloud-lab-/ {print $1}'); do
-    losetup --detach "$dev" && echo "main job: detached $dev"
+  # Loop devices a crashed run left behind (they belong to the host's kernel). Only this
+  # fleet's nodes' files: molecule/site uses the same prepare step with its own node names.
+  local dev node
+  for node in $(python3 -c 'import json,sys; print(" ".join(n["name"] for n in json.load(open(sys.argv[1]))))' inventories/lab-fleet.json); do
+    for dev in $(losetup --noheadings --output NAME,BACK-FILE 2>/dev/null |
+      awk -v f="/var/tmp/gpucloud-lab-$node-data.img" '$2 == f {print $1}'); do
+      losetup --detach "$dev" && echo "main job: detached $dev ($node)"
+    done
   done
   scripts/lab.py destroy "$FLEET"
   rm -f "$INVENTORY/hosts.generated.yml"
