@@ -54,7 +54,7 @@ def _sysctl_file(host):
     entries = {}
     for line in host.file(SYSCTL_FILE).content_string.splitlines():
         if line.strip() and not line.startswith("#"):
-            key, _, value = line.partition("=")
+            key, dummy, value = line.partition("=")
             entries[key.strip()] = value.strip()
     return entries
 

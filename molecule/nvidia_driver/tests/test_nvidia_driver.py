@@ -94,4 +94,3 @@ def test_mirror_node_installs_from_signed_loopback_repo(host, node):
     # the repository really is signed: apt verified InRelease against the key
     lists = host.check_output("ls /var/lib/apt/lists/")
     assert "127.0.0.1:8088_._InRelease" in lists
-
