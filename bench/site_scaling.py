@@ -102,9 +102,11 @@ def make_inventory(fleet, size, image, group):
     subprocess.run([sys.executable, LAB, "create", fleet, "--spec", spec_file,
                     "--inventory", os.path.join(inv_dir, "hosts.yml")], check=True)
     os.remove(spec_file)
-    group_vars = os.path.join(ROOT, "inventories", "lab", "group_vars")
-    if os.path.isdir(group_vars):
-        os.symlink(group_vars, os.path.join(inv_dir, "group_vars"))
+    lab = os.path.join(ROOT, "inventories", "lab")
+    for entry in os.listdir(lab):
+        # the lab's groups and group_vars; its generated host list is the main job's
+        if not entry.startswith("hosts.generated"):
+            os.symlink(os.path.join(lab, entry), os.path.join(inv_dir, entry))
     return inv_dir
 
 

@@ -17,8 +17,9 @@ A node spec (JSON list entry or NAME=IMAGE[,OPTION...]) knows: name, image,
 groups, capabilities (default NET_ADMIN, for iptables), privileged, devices,
 volumes, publish. Containers carry the labels gpucloud.lab=1 and
 gpucloud.fleet=FLEET; nothing without those labels is ever touched.
-Downloaded .deb files are kept across runs in GPUCLOUD_APT_CACHE/<node name>
-(default /var/tmp/gpucloud-apt-cache), mounted at /var/cache/apt/archives.
+Downloaded .deb files are kept across runs: each node's /var/cache/apt/archives is
+GPUCLOUD_APT_CACHE/nodes/<node> (default /var/tmp/gpucloud-apt-cache), seeded from
+and given back to a pool per image by hard links.
 Environment: scripts/env.sh (CONTAINERS_CONF, GPUCLOUD_IMAGE_PREFIX,
 GPUCLOUD_APT_CACHE).
 """
@@ -47,15 +48,44 @@ def network_name(fleet):
     return "gpucloud-%s" % fleet
 
 
-def apt_cache_dir(name):
-    """Host directory that keeps node NAME's downloaded packages between lab runs.
+def _apt_cache_root():
+    return os.environ.get("GPUCLOUD_APT_CACHE", "/var/tmp/gpucloud-apt-cache")
 
-    One directory per node, not per image: apt locks its archive directory for the
-    whole download, so nodes sharing one would wait on each other."""
-    root = os.environ.get("GPUCLOUD_APT_CACHE", "/var/tmp/gpucloud-apt-cache")
-    path = os.path.join(root, name)
+
+def _apt_pool(image_ref_):
+    return os.path.join(_apt_cache_root(), image_ref_.replace("/", "_").replace(":", "_"))
+
+
+def _link_debs(src, dst):
+    """Hard-link the .deb files of SRC that DST lacks (same file system: no copy)."""
+    if not os.path.isdir(src):
+        return
+    os.makedirs(dst, exist_ok=True)
+    for name in os.listdir(src):
+        target = os.path.join(dst, name)
+        if name.endswith(".deb") and not os.path.exists(target):
+            try:
+                os.link(os.path.join(src, name), target)
+            except OSError:
+                shutil.copy2(os.path.join(src, name), target)
+
+
+def apt_cache_dir(name, image_ref_):
+    """Host directory mounted at the node's /var/cache/apt/archives.
+
+    One directory per node: apt holds a lock on its archive directory for a whole
+    download, so nodes sharing one would wait on each other. It is seeded with
+    hard links from the image's pool, and destroy() gives new downloads back to the
+    pool, so packages are downloaded once per image across lab runs."""
+    path = os.path.join(_apt_cache_root(), "nodes", name)
     os.makedirs(os.path.join(path, "partial"), exist_ok=True)
+    _link_debs(_apt_pool(image_ref_), path)
     return path
+
+
+def harvest_apt_cache(name, image_ref_):
+    """Give node NAME's downloaded packages back to its image's pool."""
+    _link_debs(os.path.join(_apt_cache_root(), "nodes", name), _apt_pool(image_ref_))
 
 
 def image_ref(image):
@@ -213,7 +243,7 @@ def create(fleet, specs, boot_timeout=BOOT_TIMEOUT):
             continue
         args = ["run", "--detach", "--name", name, "--hostname", name,
                 "--network", network_name(fleet), "--systemd", "always",
-                "--volume", "%s:/var/cache/apt/archives" % apt_cache_dir(name),
+                "--volume", "%s:/var/cache/apt/archives" % apt_cache_dir(name, refs[name]),
                 "--label", "%s=1" % LABEL_LAB, "--label", "%s=%s" % (LABEL_FLEET, fleet),
                 "--label", "%s=%s" % (LABEL_GROUPS, ",".join(spec.get("groups", [])))]
         for cap in spec.get("capabilities", DEFAULT_CAPS):
@@ -263,6 +293,8 @@ def write_hosts(fleet):
 def destroy(fleet=None):
     nodes = containers(fleet)
     names = [n["name"] for n in nodes]
+    for n in nodes:
+        harvest_apt_cache(n["name"], n["image"])
     if names:
         podman("rm", "--force", "--time", "5", *names)
     remove_networks(fleet)
@@ -335,7 +367,7 @@ def main(argv=None):
             nodes = create(args.fleet, specs, args.boot_timeout)
             if args.inventory:
                 with open(args.inventory, "w") as fh:
-                    fh.write("# written by scripts/lab.py; the lab fleet '%s'\n" % args.fleet)
+                    fh.write("---\n# written by scripts/lab.py; the lab fleet '%s'\n" % args.fleet)
                     fh.write(to_yaml(inventory(args.fleet)) + "\n")
             print("lab: fleet %s up: %s" % (args.fleet, ", ".join(n["name"] for n in nodes)))
         elif args.cmd == "list":
