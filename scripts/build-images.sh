@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build the lab's base images locally (no registry is reachable): debootstrap a minimal
-# Debian with python3 + systemd + iproute2, then `podman import` it.
+# Debian with python3 + systemd + iproute2 + sshd, then `podman import` it.
 # An image is rebuilt only when it is missing or its recipe (this file) changed: the
 # recipe's hash is stored in the image label gpucloud.recipe.
 # Usage: scripts/build-images.sh [debian12] [debian13]   (default: both)
@@ -9,7 +9,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 
 MIRROR="${GPUCLOUD_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
-PACKAGES="python3,python3-apt,systemd,systemd-sysv,iproute2,ca-certificates,procps,kmod"
+PACKAGES="python3,python3-apt,systemd,systemd-sysv,iproute2,ca-certificates,procps,kmod,openssh-server"
 RECIPE=$( { cat "${BASH_SOURCE[0]}"; echo "$MIRROR"; } | sha256sum | cut -c1-16)
 
 suite_of() {
@@ -53,6 +53,16 @@ SOURCES
               sys-kernel-tracing.mount; do
     ln -sf /dev/null "$dir/etc/systemd/system/$unit"
   done
+  # sshd (scripts/lab.py --transport ssh): no host keys in the image, so that every node
+  # makes its own at first boot, before sshd's config test.
+  rm -f "$dir"/etc/ssh/ssh_host_*
+  mkdir -p "$dir/etc/systemd/system/ssh.service.d"
+  cat >"$dir/etc/systemd/system/ssh.service.d/lab-host-keys.conf" <<'UNIT'
+[Service]
+ExecStartPre=
+ExecStartPre=/usr/bin/ssh-keygen -A
+ExecStartPre=/usr/sbin/sshd -t
+UNIT
   rm -rf "$dir"/var/cache/apt/archives/*.deb "$dir"/var/lib/apt/lists/*
   tar -C "$dir" -c . | podman import --quiet \
     --change 'CMD ["/sbin/init"]' \

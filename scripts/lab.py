@@ -11,7 +11,7 @@ node is the same thing everywhere.
     lab.py create FLEET --spec nodes.json [--inventory FILE]
     lab.py list [FLEET]
     lab.py destroy FLEET | --all
-    lab.py inventory FLEET                                   # YAML inventory on stdout
+    lab.py inventory FLEET [--transport ssh]                 # YAML inventory on stdout
 
 A node spec (JSON list entry or NAME=IMAGE[,OPTION...]) knows: name, image,
 groups, capabilities (default NET_ADMIN, for iptables), privileged, devices,
@@ -20,11 +20,20 @@ gpucloud.fleet=FLEET; nothing without those labels is ever touched.
 Downloaded .deb files are kept across runs: each node's /var/cache/apt/archives is
 GPUCLOUD_APT_CACHE/nodes/<node> (default /var/tmp/gpucloud-apt-cache), seeded from
 and given back to a pool per image by hard links.
+Every node runs sshd (the images carry openssh-server and make their own host keys at
+first boot) and trusts the lab key GPUCLOUD_LAB_SSH_KEY (default
+/var/tmp/gpucloud-lab/ssh/id_ed25519, made on first use), so an inventory can reach
+the nodes either with the podman connection (`--transport podman`, the default: no
+network needed) or over SSH on the fleet network (`--transport ssh`: one round trip per
+task with pipelining and ControlPersist, as on real hosts, about twice as fast).
+A privileged node sees the host's loop devices as they were when it started, so
+create() first makes sure there is one free loop device per privileged node.
 Environment: scripts/env.sh (CONTAINERS_CONF, GPUCLOUD_IMAGE_PREFIX,
-GPUCLOUD_APT_CACHE).
+GPUCLOUD_APT_CACHE, GPUCLOUD_LAB_SSH_KEY).
 """
 
 import argparse
+import fcntl
 import json
 import os
 import shutil
@@ -38,6 +47,9 @@ LABEL_GROUPS = "gpucloud.groups"
 IMAGES = ("debian12", "debian13")
 DEFAULT_CAPS = ("NET_ADMIN",)
 BOOT_TIMEOUT = 90
+TRANSPORTS = ("podman", "ssh")
+LOOP_CTL_ADD = 0x4C80
+LOOP_CTL_GET_FREE = 0x4C82
 
 
 class LabError(Exception):
@@ -86,6 +98,61 @@ def apt_cache_dir(name, image_ref_):
 def harvest_apt_cache(name, image_ref_):
     """Give node NAME's downloaded packages back to its image's pool."""
     _link_debs(os.path.join(_apt_cache_root(), "nodes", name), _apt_pool(image_ref_))
+
+
+def ssh_key():
+    """Path of the lab's private SSH key; made (ed25519, no passphrase) when missing."""
+    path = os.environ.get("GPUCLOUD_LAB_SSH_KEY", "/var/tmp/gpucloud-lab/ssh/id_ed25519")
+    if not os.path.exists(path):
+        if shutil.which("ssh-keygen") is None:
+            raise LabError("ssh-keygen is not installed: run scripts/setup.sh as root")
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "gpucloud-lab",
+                        "-f", path], check=True, capture_output=True)
+    return path
+
+
+def authorize_ssh(name):
+    """Let the lab key log in as root on node NAME (added to root's authorized_keys once)."""
+    with open(ssh_key() + ".pub") as fh:
+        key = fh.read().strip()
+    podman("exec", name, "sh", "-c",
+           'umask 077 && mkdir -p /root/.ssh && touch /root/.ssh/authorized_keys && '
+           '{ grep -qxF "$1" /root/.ssh/authorized_keys || echo "$1" >> /root/.ssh/authorized_keys; }',
+           "sh", key)
+
+
+def free_loop_devices():
+    """Loop devices of this host with no backing file."""
+    free = []
+    for dev in os.listdir("/sys/block"):
+        if dev.startswith("loop") and not os.path.exists("/sys/block/%s/loop/backing_file" % dev):
+            free.append(dev)
+    return sorted(free)
+
+
+def ensure_loop_devices(count):
+    """Make sure COUNT loop devices are free, adding new ones through /dev/loop-control.
+
+    A privileged container sees the host's /dev/loop* nodes as they were when it
+    started: one that `losetup --find` adds later exists only on the host."""
+    free = free_loop_devices()
+    if len(free) >= count or not os.path.exists("/dev/loop-control"):
+        return free
+    taken = {int(d[4:]) for d in os.listdir("/sys/block") if d.startswith("loop") and d[4:].isdigit()}
+    fd = os.open("/dev/loop-control", os.O_RDWR)
+    try:
+        number = 0
+        while len(free) < count:
+            if number not in taken:
+                fcntl.ioctl(fd, LOOP_CTL_ADD, number)
+                free.append("loop%d" % number)
+            number += 1
+    except OSError as exc:
+        raise LabError("could not add loop devices for the privileged nodes: %s" % exc) from exc
+    finally:
+        os.close(fd)
+    return free
 
 
 def image_ref(image):
@@ -235,6 +302,7 @@ def create(fleet, specs, boot_timeout=BOOT_TIMEOUT):
             raise LabError("a container named '%s' exists and is not a lab node; "
                            "not touching it" % spec["name"])
     ensure_network(fleet)
+    ensure_loop_devices(sum(1 for s in specs if s.get("privileged") and s["name"] not in existing))
     for spec in specs:
         name = spec["name"]
         if name in existing:
@@ -263,6 +331,7 @@ def create(fleet, specs, boot_timeout=BOOT_TIMEOUT):
     deadline = time.time() + boot_timeout
     for spec in specs:
         wait_booted(spec["name"], deadline)
+        authorize_ssh(spec["name"])
     write_hosts(fleet)
     return containers(fleet)
 
@@ -301,18 +370,30 @@ def destroy(fleet=None):
     return names
 
 
-def inventory(fleet):
-    """An Ansible YAML inventory of FLEET, reached with the podman connection."""
+def inventory(fleet, transport="podman"):
+    """An Ansible YAML inventory of FLEET, reached with the podman connection or over SSH."""
+    if transport not in TRANSPORTS:
+        raise LabError("unknown transport '%s' (allowed: %s)" % (transport, ", ".join(TRANSPORTS)))
     nodes = containers(fleet)
     if not nodes:
         raise LabError("fleet '%s' has no nodes (lab.py list shows the fleets)" % fleet)
     hosts = {}
     groups = {}
     for n in nodes:
-        hosts[n["name"]] = {"ansible_connection": "containers.podman.podman",
-                            "ansible_host": n["name"],
-                            "ansible_python_interpreter": "/usr/bin/python3",
-                            "lab_ip": container_ip(n["name"], fleet)}
+        ip = container_ip(n["name"], fleet)
+        if transport == "ssh":
+            if not ip:
+                raise LabError("node '%s' has no address on %s: is it running?"
+                               % (n["name"], network_name(fleet)))
+            host = {"ansible_connection": "ansible.builtin.ssh", "ansible_host": ip,
+                    "ansible_user": "root", "ansible_ssh_private_key_file": ssh_key(),
+                    # Lab nodes are re-created with new host keys under the same addresses.
+                    "ansible_ssh_common_args": "-o StrictHostKeyChecking=no "
+                                               "-o UserKnownHostsFile=/dev/null -o LogLevel=ERROR"}
+        else:
+            host = {"ansible_connection": "containers.podman.podman", "ansible_host": n["name"]}
+        host.update({"ansible_python_interpreter": "/usr/bin/python3", "lab_ip": ip})
+        hosts[n["name"]] = host
         for g in n["groups"]:
             groups.setdefault(g, []).append(n["name"])
     inv = {"all": {"children": {"lab": {"hosts": hosts}}}}
@@ -345,6 +426,8 @@ def main(argv=None):
     p_create.add_argument("--node", action="append", default=[], metavar="NAME=IMAGE[,OPT]")
     p_create.add_argument("--spec", help="JSON file (or - for stdin) with a list of node specs")
     p_create.add_argument("--inventory", help="also write the fleet's YAML inventory here")
+    p_create.add_argument("--transport", choices=TRANSPORTS, default="podman",
+                          help="how that inventory reaches the nodes (default podman)")
     p_create.add_argument("--boot-timeout", type=int, default=BOOT_TIMEOUT)
     p_list = sub.add_parser("list", help="list lab nodes")
     p_list.add_argument("fleet", nargs="?")
@@ -354,6 +437,7 @@ def main(argv=None):
     p_destroy.add_argument("--all", action="store_true")
     p_inv = sub.add_parser("inventory", help="print the fleet's YAML inventory")
     p_inv.add_argument("fleet")
+    p_inv.add_argument("--transport", choices=TRANSPORTS, default="podman")
     args = parser.parse_args(argv)
 
     try:
@@ -368,7 +452,7 @@ def main(argv=None):
             if args.inventory:
                 with open(args.inventory, "w") as fh:
                     fh.write("---\n# written by scripts/lab.py; the lab fleet '%s'\n" % args.fleet)
-                    fh.write(to_yaml(inventory(args.fleet)) + "\n")
+                    fh.write(to_yaml(inventory(args.fleet, args.transport)) + "\n")
             print("lab: fleet %s up: %s" % (args.fleet, ", ".join(n["name"] for n in nodes)))
         elif args.cmd == "list":
             nodes = containers(args.fleet)
@@ -384,7 +468,7 @@ def main(argv=None):
             gone = destroy(None if args.all else args.fleet)
             print("lab: removed %d node(s)%s" % (len(gone), (": " + ", ".join(gone)) if gone else ""))
         elif args.cmd == "inventory":
-            print(to_yaml(inventory(args.fleet)))
+            print(to_yaml(inventory(args.fleet, args.transport)))
     except LabError as exc:
         print("lab: error: %s" % exc, file=sys.stderr)
         return 1

@@ -34,3 +34,29 @@ def test_converge_wrote_identity(host):
 def test_nodes_resolve_each_other_on_lab_network(host, peer):
     addr = host.check_output("getent hosts %s" % peer).split()[0]
     assert addr.count(".") == 3 and not addr.startswith("127.")
+
+
+def test_sshd_runs_with_host_keys_of_its_own(host):
+    # The image carries no host keys: each node makes its own at first boot (ssh.service drop-in).
+    import subprocess
+    assert host.service("ssh").is_running
+    mine = host.file("/etc/ssh/ssh_host_ed25519_key.pub").content_string
+    for peer in EXPECTED_DEBIAN:
+        if peer != host.backend.get_hostname():
+            theirs = subprocess.run(["podman", "exec", peer, "cat", "/etc/ssh/ssh_host_ed25519_key.pub"],
+                                    capture_output=True, text=True, check=True).stdout
+            assert theirs and theirs != mine
+
+
+def test_lab_key_logs_in_over_the_lab_network(host):
+    # What `lab.py inventory --transport ssh` relies on: root login with the lab key.
+    import os
+    import subprocess
+    key = os.environ.get("GPUCLOUD_LAB_SSH_KEY", "/var/tmp/gpucloud-lab/ssh/id_ed25519")
+    address = host.check_output("ip -4 -o addr show scope global | awk '{print $4}' | cut -d/ -f1 | head -1")
+    proc = subprocess.run(
+        ["ssh", "-i", key, "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no",
+         "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR", "root@" + address, "hostname"],
+        capture_output=True, text=True, timeout=30, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == host.backend.get_hostname()
