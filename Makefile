@@ -40,4 +40,4 @@ lab-down: ## tear the lab fleet down (containers and network)
 
 bench: ## benchmarks (minutes; writes docs/benchmarks.md), never part of make test
 	scripts/setup.sh
-	source scripts/env.sh && bench/site_scaling.py
+	source scripts/env.sh && bench/site_scaling.py && python bench/modules_vs_ping.py --lab

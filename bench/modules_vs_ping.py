@@ -11,19 +11,25 @@ the module itself costs on top of Ansible's own round trip.
 
 Cases: ``ansible.builtin.ping``; ``gpucloud.fleet.nvidia_gpu_info`` (source
 auto) and with ``src`` = the H200 capture; ``gpucloud.fleet.nvidia_topology``
-with ``src`` = a captured matrix. When the first run finds a GPU, also
-``nvidia_gpu_info`` with ``source=nvml`` and ``source=nvidia-smi`` and a live
-``nvidia_topology``. nvidia_persistence is left out: it is not read-only.
+with ``src`` = a captured matrix; ``gpucloud.fleet.ib_info`` with ``src`` = a
+captured ibstat; ``gpucloud.fleet.nccl_tests_result`` on a captured log. When the
+first run finds a GPU, also ``nvidia_gpu_info`` with ``source=nvml`` and
+``source=nvidia-smi`` and a live ``nvidia_topology``. nvidia_persistence is left
+out: it is not read-only.
 
 Usage (from the repository root):
 
-    .venv/bin/python bench/modules_vs_ping.py                 # localhost, local connection
-    .venv/bin/python bench/modules_vs_ping.py -n 20 --out docs/bench.md
+    .venv/bin/python bench/modules_vs_ping.py --lab          # a lab node over SSH -> docs/benchmarks.md
+    .venv/bin/python bench/modules_vs_ping.py                # localhost, local connection (the GPU host)
+    .venv/bin/python bench/modules_vs_ping.py -n 20 --out /tmp/modules.md
     .venv/bin/python bench/modules_vs_ping.py -i inventories/lab --limit gpu01 \\
         --topology-src /tmp/topo.txt --gpu-info-src /tmp/smi.xml
 
-The ``src`` files must exist on the target; the defaults are fixture files of
-this repository, so they only work against localhost. ANSIBLE_COLLECTIONS_PATH
+With ``--lab`` the script creates a one-node lab fleet reached over SSH, copies
+the captures to it, measures, writes the ``modules_vs_ping`` section of
+docs/benchmarks.md and removes the fleet. Otherwise the ``src`` files must exist
+on the target; the defaults are fixture files of this repository, so they only
+work against localhost. ANSIBLE_COLLECTIONS_PATH
 is set to .cache/collections, where this script links the repository as
 ansible_collections/gpucloud/fleet (the link tests/conftest.py makes).
 """
@@ -39,6 +45,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -47,6 +54,15 @@ LINK = os.path.join(COLLECTIONS, "ansible_collections", "gpucloud", "fleet")
 H200 = os.path.join(ROOT, "tests", "fixtures", "h200-ubuntu2404-driver580")
 DEFAULT_TOPOLOGY_SRC = os.path.join(ROOT, "tests", "fixtures", "public", "topo", "dgx-a100-8gpu-8nic-roce-deepep13.txt")
 DEFAULT_GPU_INFO_SRC = os.path.join(H200, "nvidia-smi_-q_-x.xml")
+DEFAULT_IBSTAT_SRC = os.path.join(ROOT, "tests", "fixtures", "public", "ibstat", "azure-ndv4-a100-8x-cx6vf-hdr-ibpanic-gpud.txt")
+DEFAULT_NCCL_LOG = os.path.join(ROOT, "tests", "fixtures", "public", "nccl_tests", "h100-a3mega-2node-16gpu-gcp-ztan.txt")
+LAB = os.path.join(ROOT, "scripts", "lab.py")
+LAB_FLEET = "benchmods"
+LAB_DIR = "/tmp/gpucloud-bench"
+TARGET_RATIO = 1.3
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import report  # noqa: E402  pylint: disable=wrong-import-position
 
 
 def collection_link():
@@ -154,25 +170,28 @@ def markdown(rows, args, gpu_note, version):
         "times are whole `ansible` ad-hoc runs in seconds. %s"
         % (
             datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
-            platform.node(),
+            report.machine_description() if args.lab else platform.node(),
             platform.python_version(),
             version,
             target,
-            " from `%s`" % args.inventory if args.inventory else " (local connection)",
+            " (a Debian 12 lab node over SSH, `bench/modules_vs_ping.py --lab`)" if args.lab
+            else " from `%s`" % args.inventory if args.inventory else " (local connection)",
             args.repeat,
             gpu_note,
         ),
         "",
-        "| case | median | min | max | median - ping | answer |",
-        "|---|---:|---:|---:|---:|---|",
+        "| case | median | min | max | median - ping | vs ping (target <= %.1fx) | answer |" % TARGET_RATIO,
+        "|---|---:|---:|---:|---:|---:|---|",
     ]
     for row in rows:
         if "error" in row:
-            lines.append("| %s | failed: %s | | | | |" % (row["name"], row["error"].replace("|", "\\|")))
+            lines.append("| %s | failed: %s | | | | | |" % (row["name"], row["error"].replace("|", "\\|")))
             continue
         extra = "%+.3f" % (row["median"] - ping["median"]) if ping and row is not ping else ""
-        lines.append("| %s | %.3f | %.3f | %.3f | %s | %s |" % (
-            row["name"], row["median"], row["min"], row["max"], extra, row["note"]))
+        ratio = row["median"] / ping["median"] if ping else float("nan")
+        verdict = "" if row is ping else (" (met)" if ratio <= TARGET_RATIO else " (missed)")
+        lines.append("| %s | %.3f | %.3f | %.3f | %s | %.2fx%s | %s |" % (
+            row["name"], row["median"], row["min"], row["max"], extra, ratio, verdict, row["note"]))
     return "\n".join(lines) + "\n"
 
 
@@ -186,18 +205,56 @@ def parse_args(argv):
                         help="captured nvidia-smi topo -m on the target (default: a fixture, local runs only)")
     parser.add_argument("--gpu-info-src", default=DEFAULT_GPU_INFO_SRC,
                         help="captured nvidia-smi -q -x on the target (default: the H200 fixture, local runs only)")
+    parser.add_argument("--ibstat-src", default=DEFAULT_IBSTAT_SRC,
+                        help="captured ibstat on the target (default: a fixture, local runs only)")
+    parser.add_argument("--nccl-log", default=DEFAULT_NCCL_LOG,
+                        help="captured nccl-tests log on the target (default: a fixture, local runs only)")
+    parser.add_argument("--lab", action="store_true",
+                        help="measure on a one-node lab fleet over SSH and write docs/benchmarks.md")
     parser.add_argument("--ansible", default=ansible_binary(), help="ansible executable (default: the one beside this Python)")
     args = parser.parse_args(argv)
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
     if not args.ansible:
         parser.error("no ansible executable found; give --ansible")
+    if args.lab and args.inventory:
+        parser.error("--lab makes its own inventory; leave out -i")
     return args
+
+
+def lab_up(args, env):
+    """A one-node lab fleet over SSH with the captures copied to it; returns its inventory."""
+    inventory = os.path.join(tempfile.mkdtemp(prefix="gpucloud-benchmods-"), "hosts.yml")
+    subprocess.run([sys.executable, LAB, "create", LAB_FLEET, "--node", LAB_FLEET + "-1=debian12",
+                    "--transport", "ssh", "--inventory", inventory], check=True, env=env)
+    for option in ("gpu_info_src", "topology_src", "ibstat_src", "nccl_log"):
+        local = getattr(args, option)
+        remote = "%s/%s" % (LAB_DIR, os.path.basename(local))
+        subprocess.run([args.ansible, "-i", inventory, "all", "-m", "ansible.builtin.copy",
+                        "-a", "src=%s dest=%s mode=0644" % (local, remote)],
+                       check=True, env=env, stdout=subprocess.DEVNULL)
+        setattr(args, option, remote)
+    args.inventory = inventory
+    return inventory
+
+
+def lab_down(inventory, env):
+    subprocess.run([sys.executable, LAB, "destroy", LAB_FLEET], check=False, env=env)
+    shutil.rmtree(os.path.dirname(inventory), ignore_errors=True)
 
 
 def main(argv=None):
     args = parse_args(argv)
     env = environment()
+    inventory = lab_up(args, env) if args.lab else None
+    try:
+        return measure_all(args, env)
+    finally:
+        if inventory:
+            lab_down(inventory, env)
+
+
+def measure_all(args, env):
     base = base_command(args)
     version = subprocess.run([args.ansible, "--version"], env=env, stdout=subprocess.PIPE,
                              universal_newlines=True, check=False).stdout.splitlines()[0].strip()
@@ -209,6 +266,10 @@ def main(argv=None):
          module_command(base, "gpucloud.fleet.nvidia_gpu_info", "src=" + args.gpu_info_src)),
         ("gpucloud.fleet.nvidia_topology src=(topo -m capture)",
          module_command(base, "gpucloud.fleet.nvidia_topology", "src=" + args.topology_src)),
+        ("gpucloud.fleet.ib_info src=(ibstat capture)",
+         module_command(base, "gpucloud.fleet.ib_info", "src=" + args.ibstat_src)),
+        ("gpucloud.fleet.nccl_tests_result path=(nccl-tests log)",
+         module_command(base, "gpucloud.fleet.nccl_tests_result", "path=%s fail_on_failure=false" % args.nccl_log)),
     ]
     rows = []
     gpu_note = ""
@@ -238,13 +299,17 @@ def main(argv=None):
             print("timing %s ..." % name, file=sys.stderr)
             rows.append(measure(name, command, env, args.repeat)[0])
 
-    report = markdown(rows, args, gpu_note, version)
+    text = markdown(rows, args, gpu_note, version)
     if args.out:
         with open(args.out, "w") as handle:
-            handle.write(report)
+            handle.write(text)
         print("wrote %s" % args.out, file=sys.stderr)
+    elif args.lab:
+        report.update_section("modules_vs_ping", text)
+        print(text)
+        print("wrote the modules_vs_ping section of %s" % report.BENCH_DOC, file=sys.stderr)
     else:
-        print(report)
+        print(text)
     return 1 if any("error" in row for row in rows) else 0
 
 

@@ -1,24 +1,32 @@
 #!/usr/bin/env python3
 """Rollout speed and scale of playbooks/site.yml on the container lab.
 
-For each fleet size N (default 1, 2, 4, 8): create a lab fleet of N Debian 12 nodes,
-run site.yml once (first converge, with the profile_tasks/profile_roles callbacks),
-then R more times (idempotent re-runs), and destroy the fleet. Records wall time,
-per-node cost, tasks run and changed, and the slowest tasks; writes
-bench/results/site_scaling.json, the `site_scaling` section of docs/benchmarks.md and
-docs/bench-site-scaling.png.
+For each fleet size N (default 1, 2, 4, 8): create a lab fleet of N Debian 12 GPU nodes
+and one Tang server (scripts/lab.py, reached over SSH by default), give every GPU node
+its loop-device data disk (playbooks/lab/prepare.yml), run site.yml once (first
+converge, with the profile_tasks/profile_roles callbacks), then R more times
+(idempotent re-runs), then once more (--canary-repeats) under the lab's canary-first
+rollout policy, and destroy the fleet. Records wall time, per-node cost, tasks run and changed, and the
+slowest tasks; writes bench/results/site_scaling.json, the `site_scaling` section of
+docs/benchmarks.md and docs/bench-site-scaling.png.
 
     source scripts/env.sh && bench/site_scaling.py --sizes 1,2,4,8 --repeats 3
+
+The measured runs use one batch (site_serial 100%%, --serial) so that they show how a
+run grows with the nodes it covers; the canary column shows what the lab's policy
+([1, "100%%"]: the canary alone, then the rest) adds on top.
 
 Not part of the test suite: it takes many minutes and its numbers depend on the
 machine. Requires the lab (scripts/setup.sh) and inventories/lab/group_vars.
 """
+
 
 import argparse
 import json
 import math
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -78,12 +86,17 @@ def run_playbook(inventory_dir, playbook, extra_args, profile):
         env["PROFILE_TASKS_TASK_OUTPUT_LIMIT"] = "12"
         env["PROFILE_TASKS_SORT_ORDER"] = "descending"
     argv = ["ansible-playbook", "-i", inventory_dir, playbook] + extra_args
+    usage0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
     proc = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
     wall = time.monotonic() - t0
+    usage1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    # CPU of ansible-playbook, its forks and their ssh clients: the controller's share
+    # (the nodes' sshd and modules run in the containers, outside this process tree).
+    cpu = (usage1.ru_utime - usage0.ru_utime) + (usage1.ru_stime - usage0.ru_stime)
     out = proc.stdout + proc.stderr
     result = parse_run(out)
-    result.update(wall_s=round(wall, 2), rc=proc.returncode)
+    result.update(wall_s=round(wall, 2), controller_cpu_s=round(cpu, 2), rc=proc.returncode)
     if proc.returncode != 0:
         sys.stderr.write(out[-6000:])
         raise SystemExit("site_scaling: %s failed (rc=%d); see the output above"
@@ -91,15 +104,18 @@ def run_playbook(inventory_dir, playbook, extra_args, profile):
     return result
 
 
-def make_inventory(fleet, size, image, group):
-    """A lab fleet of SIZE nodes in GROUP, with inventories/lab's group_vars."""
-    specs = [{"name": "%s-%d" % (fleet, i + 1), "image": image, "groups": [group]}
-             for i in range(size)]
+def make_inventory(fleet, size, args):
+    """A lab fleet of SIZE GPU nodes (group lab_gpu) and a Tang server, with
+    inventories/lab's groups and group_vars, and its data disks attached."""
+    specs = [{"name": "%s-gpu-%d" % (fleet, i + 1), "image": args.image, "groups": ["lab_gpu"],
+              "privileged": True} for i in range(size)]
+    specs.append({"name": "%s-tang" % fleet, "image": args.image, "groups": ["tang_servers"]})
     inv_dir = tempfile.mkdtemp(prefix="gpucloud-bench-")
     spec_file = os.path.join(inv_dir, "spec.json")
     with open(spec_file, "w") as fh:
         json.dump(specs, fh)
     subprocess.run([sys.executable, LAB, "create", fleet, "--spec", spec_file,
+                    "--transport", args.transport,
                     "--inventory", os.path.join(inv_dir, "hosts.yml")], check=True)
     os.remove(spec_file)
     lab = os.path.join(ROOT, "inventories", "lab")
@@ -107,19 +123,35 @@ def make_inventory(fleet, size, image, group):
         # the lab's groups and group_vars; its generated host list is the main job's
         if not entry.startswith("hosts.generated"):
             os.symlink(os.path.join(lab, entry), os.path.join(inv_dir, entry))
+    subprocess.run(["ansible-playbook", "-i", inv_dir,
+                    os.path.join(ROOT, "playbooks", "lab", "prepare.yml")],
+                   check=True, stdout=subprocess.DEVNULL)
     return inv_dir
+
+
+def remove_fleet(fleet, inv_dir):
+    subprocess.run(["ansible-playbook", "-i", inv_dir,
+                    os.path.join(ROOT, "playbooks", "lab", "cleanup.yml")],
+                   check=False, stdout=subprocess.DEVNULL)
+    subprocess.run([sys.executable, LAB, "destroy", fleet], check=False)
+    shutil.rmtree(inv_dir, ignore_errors=True)
 
 
 def measure(size, args):
     fleet = "bench%d" % size
-    inv_dir = make_inventory(fleet, size, args.image, args.group)
+    inv_dir = make_inventory(fleet, size, args)
+    one_batch = args.extra + ["-e", json.dumps({"site_serial": args.serial})]
     try:
-        first = run_playbook(inv_dir, args.playbook, args.extra, profile=True)
-        reruns = [run_playbook(inv_dir, args.playbook, args.extra, profile=False)
+        first = run_playbook(inv_dir, args.playbook, one_batch, profile=True)
+        # Every run prints the profile (the same small cost for every size); the tables
+        # show the last re-run's.
+        reruns = [run_playbook(inv_dir, args.playbook, one_batch, profile=True)
                   for dummy in range(args.repeats)]
+        canary = [run_playbook(inv_dir, args.playbook, args.extra, profile=True)
+                  for dummy in range(args.canary_repeats)]
+        profile_rerun = reruns[-1]
     finally:
-        subprocess.run([sys.executable, LAB, "destroy", fleet], check=False)
-        shutil.rmtree(inv_dir, ignore_errors=True)
+        remove_fleet(fleet, inv_dir)
     return {
         "nodes": size,
         "first_wall_s": first["wall_s"],
@@ -127,26 +159,40 @@ def measure(size, args):
         "first_changed": first["changed"],
         "rerun_walls_s": [r["wall_s"] for r in reruns],
         "rerun_median_s": round(report.median([r["wall_s"] for r in reruns]), 2),
+        "rerun_controller_cpu_s": round(report.median([r["controller_cpu_s"] for r in reruns]), 2),
         "rerun_tasks": reruns[0]["tasks"] if reruns else None,
-        "rerun_changed": max(r["changed"] for r in reruns) if reruns else None,
+        "rerun_host_tasks": sum(h["ok"] for h in reruns[0]["hosts"].values()) if reruns else None,
+        "rerun_changed": max(r["changed"] for r in reruns + [profile_rerun]),
+        "canary_walls_s": [r["wall_s"] for r in canary],
+        "canary_median_s": round(report.median([r["wall_s"] for r in canary]), 2) if canary else None,
+        "canary_batches": 2 if size > 1 else 1,
+        "canary_changed": max(r["changed"] for r in canary) if canary else None,
         "profile_first": first["profile"][:12],
         "profile_roles_first": first["profile_roles"],
+        "profile_rerun": profile_rerun["profile"][:12],
+        "profile_roles_rerun": profile_rerun["profile_roles"],
     }
 
 
-def extrapolate(rows, forks):
-    """Least-squares a + b*N on the re-run medians; 1,000 nodes in batches of `forks`."""
-    xs = [r["nodes"] for r in rows]
-    ys = [r["rerun_median_s"] for r in rows]
+def fit(xs, ys):
+    """Least squares y = a + b*x."""
     n = len(xs)
-    if n < 2:
-        return None
     mx, my = sum(xs) / n, sum(ys) / n
     sxx = sum((x - mx) ** 2 for x in xs)
     b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx if sxx else 0.0
-    a = my - b * mx
+    return my - b * mx, b
+
+
+def extrapolate(rows, forks):
+    """Fixed + per-node cost of a re-run (wall, and the controller's CPU), and 1,000 nodes."""
+    if len(rows) < 2:
+        return None
+    xs = [r["nodes"] for r in rows]
+    a, b = fit(xs, [r["rerun_median_s"] for r in rows])
+    ca, cb = fit(xs, [r["rerun_controller_cpu_s"] for r in rows])
     return {"fixed_s": round(a, 2), "per_node_s": round(b, 3),
-            "nodes_1000_one_controller_s": round(a + b * 1000, 1),
+            "controller_cpu_fixed_s": round(ca, 2), "controller_cpu_per_node_s": round(cb, 3),
+            "nodes_1000_this_machine_s": round(a + b * 1000, 1),
             "batches_at_forks": math.ceil(1000 / forks)}
 
 
@@ -159,8 +205,10 @@ def plot(rows, path):
         return False
     xs = [r["nodes"] for r in rows]
     fig, ax = plt.subplots(figsize=(6, 4))
-    ax.plot(xs, [r["first_wall_s"] for r in rows], "o-", label="first converge")
-    ax.plot(xs, [r["rerun_median_s"] for r in rows], "s-", label="idempotent re-run (median)")
+    ax.plot(xs, [r["first_wall_s"] for r in rows], "o-", label="first converge (one batch)")
+    ax.plot(xs, [r["rerun_median_s"] for r in rows], "s-", label="idempotent re-run, one batch (median)")
+    if all(r.get("canary_median_s") for r in rows):
+        ax.plot(xs, [r["canary_median_s"] for r in rows], "^--", label="re-run, canary first (median)")
     ax.set_xlabel("lab nodes")
     ax.set_ylabel("wall time (s)")
     ax.set_xticks(xs)
@@ -169,6 +217,7 @@ def plot(rows, path):
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=100)
+    plt.close(fig)
     return True
 
 
@@ -177,31 +226,45 @@ def markdown(rows, model, args, machine):
     lines = [
         "## site.yml rollout and re-run by fleet size",
         "",
-        "Machine: %s. Lab nodes: %s containers (systemd), podman connection. "
-        "Re-run medians of %d runs; `%s`%s." % (
-            machine, args.image, args.repeats, os.path.relpath(args.playbook, ROOT),
-            (" with " + " ".join(args.extra)) if args.extra else ""),
+        "Machine: %s. Lab: N Debian 12 GPU-less nodes (`%s` image, systemd containers) and one Tang "
+        "server, reached over %s; the lab's `site_stages` (cuda_toolkit left out). Measured with "
+        "`bench/site_scaling.py --sizes %s --repeats %d` on %s. One batch (`site_serial=%s`) unless "
+        "the column says canary: then the lab's policy, the canary alone and then the rest. "
+        "Medians of %d re-runs (the canary column: %d run); controller CPU is the user+system time of ansible-playbook, its forks "
+        "and its ssh clients (the nodes' side runs in the containers, on the same two cores)." % (
+            machine, args.image, "SSH (pipelining, ControlPersist)" if args.transport == "ssh"
+            else "the podman connection", args.sizes, args.repeats,
+            time.strftime("%Y-%m-%d"), args.serial, args.repeats, args.canary_repeats),
         "",
-        "| nodes | first converge (s) | tasks | changed | re-run median (s) | per node (s) "
-        "| vs 1 node | re-run changed |",
-        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| nodes | first converge (s) | tasks | changed | re-run median (s) | re-runs (s) | vs 1 node "
+        "| host-tasks | changed | controller CPU (s) | re-run, canary first (s) |",
+        "| ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |",
     ]
     for r in rows:
-        lines.append("| %d | %.1f | %d | %d | %.1f | %.2f | %.2fx | %s |" % (
+        lines.append("| %d | %.1f | %d | %d | %.1f | %s | %.2fx | %d | %s | %.1f | %s |" % (
             r["nodes"], r["first_wall_s"], r["first_tasks"], r["first_changed"],
-            r["rerun_median_s"], r["rerun_median_s"] / r["nodes"], r["rerun_median_s"] / one,
-            r["rerun_changed"]))
+            r["rerun_median_s"], ", ".join("%.1f" % w for w in r["rerun_walls_s"]),
+            r["rerun_median_s"] / one, r["rerun_host_tasks"], r["rerun_changed"],
+            r["rerun_controller_cpu_s"],
+            "%.1f" % r["canary_median_s"] if r.get("canary_median_s") else "-"))
     lines += ["", "![site.yml wall time against node count](bench-site-scaling.png)", ""]
     if rows:
-        lines += ["Slowest tasks of the first converge on %d node(s) (profile_tasks):" % rows[-1]["nodes"], "",
-                  "| task | s |", "| --- | ---: |"]
-        lines += ["| %s | %.2f |" % (name.replace("|", "\\|"), secs) for name, secs in rows[-1]["profile_first"]]
-        lines += ["", "Time by role (profile_roles):", "", "| role or action | s |", "| --- | ---: |"]
-        lines += ["| %s | %.2f |" % (name, secs) for name, secs in rows[-1]["profile_roles_first"]]
+        last = rows[-1]
+        for title, key in (("first converge", "profile_first"), ("idempotent re-run", "profile_rerun")):
+            lines += ["Slowest tasks of the %s on %d node(s) (profile_tasks; a task's time is its "
+                      "slowest host):" % (title, last["nodes"]), "", "| task | s |", "| --- | ---: |"]
+            lines += ["| %s | %.2f |" % (name.replace("|", "\\|"), secs) for name, secs in last[key]]
+            lines += [""]
+        lines += ["Time by role, %d node(s) (profile_roles):" % last["nodes"], "",
+                  "| role or action | first converge (s) | re-run (s) |", "| --- | ---: | ---: |"]
+        rerun = dict(last["profile_roles_rerun"])
+        lines += ["| %s | %.2f | %s |" % (name, secs, "%.2f" % rerun[name] if name in rerun else "-")
+                  for name, secs in last["profile_roles_first"]]
     if model:
-        lines += ["", "Linear fit of the re-run medians: %.1f s fixed + %.3f s per node "
-                  "(at forks=%d every node of these sizes runs in one batch)." % (
-                      model["fixed_s"], model["per_node_s"], args.forks)]
+        lines += ["", "Linear fit of the re-run medians: %.1f s fixed + %.2f s per node of wall time; "
+                  "controller CPU %.1f s fixed + %.2f s per node." % (
+                      model["fixed_s"], model["per_node_s"], model["controller_cpu_fixed_s"],
+                      model["controller_cpu_per_node_s"])]
     return "\n".join(lines)
 
 
@@ -210,11 +273,17 @@ def main():
     parser.add_argument("--sizes", default="1,2,4,8")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--image", default="debian12")
-    parser.add_argument("--group", default="lab_gpu")
+    parser.add_argument("--transport", choices=("ssh", "podman"), default="ssh",
+                        help="how Ansible reaches the lab nodes (default ssh)")
+    parser.add_argument("--serial", default="100%", help="site_serial of the measured runs (default 100%%)")
+    parser.add_argument("--canary-repeats", type=int, default=1,
+                        help="re-runs under the lab's canary-first policy per size (default 1; 0 skips them)")
     parser.add_argument("--playbook", default=os.path.join(ROOT, "playbooks", "site.yml"))
     parser.add_argument("--forks", type=int, default=25, help="the forks setting in ansible.cfg")
     parser.add_argument("extra", nargs="*", help="extra ansible-playbook arguments (after --)")
     args = parser.parse_args()
+    if args.repeats < 1:
+        parser.error("--repeats must be at least 1")
     if not os.path.exists(args.playbook):
         raise SystemExit("site_scaling: %s does not exist" % args.playbook)
     rows = [measure(int(s), args) for s in args.sizes.split(",")]
