@@ -19,6 +19,8 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.gpucloud.fleet.plugins.module_utils.text_lines import stripped_lines
+
 _CA_RE = re.compile(r"^(CA|Switch|Router|iWARP RNIC|\?\?\?):?\s+'([^']+)'$")
 _PORT_RE = re.compile(r"^Port\s+(\d+):$")
 _KEY_RE = re.compile(r"^([A-Za-z][A-Za-z ]*?)\s*:\s*(.*)$")
@@ -85,17 +87,10 @@ def parse_ibstat(text):
     ``port_guid`` and ``effective_speed`` where printed. Port keys are strings
     (``"1"``) so the data survives a round trip through JSON unchanged.
     """
-    if not isinstance(text, str):
-        raise ValueError("ibstat output must be text, got %s" % type(text).__name__)
-
     cas = {}
     ca = None
     port = None
-    for index, raw in enumerate(text.splitlines()):
-        lineno = index + 1
-        line = raw.strip()
-        if not line:
-            continue
+    for lineno, line in stripped_lines(text, "ibstat"):
         match = _CA_RE.match(line)
         if match:
             ca = {"node_type": match.group(1), "ca_type": None, "firmware": None, "ports": {}}

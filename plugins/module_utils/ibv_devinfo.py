@@ -20,6 +20,8 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.gpucloud.fleet.plugins.module_utils.text_lines import stripped_lines
+
 _HCA_RE = re.compile(r"^hca_id:\s*(\S+)$")
 _PORT_RE = re.compile(r"^port:\s*(\d+)$")
 _KEY_RE = re.compile(r"^([A-Za-z_][\w ]*?)\s*:\s*(.*)$")
@@ -87,17 +89,10 @@ def parse_ibv_devinfo(text):
     ``effective_speed``, ``gids`` (list of ``{index, gid, type}``) and the rest
     as printed. Missing documented keys are None. Port keys are strings.
     """
-    if not isinstance(text, str):
-        raise ValueError("ibv_devinfo output must be text, got %s" % type(text).__name__)
-
     devices = {}
     device = None
     port = None
-    for index, raw in enumerate(text.splitlines()):
-        lineno = index + 1
-        line = raw.strip()
-        if not line:
-            continue
+    for lineno, line in stripped_lines(text, "ibv_devinfo"):
         match = _HCA_RE.match(line)
         if match:
             device = dict((key, None) for key in _DEVICE_REQUIRED)
