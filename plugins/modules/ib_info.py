@@ -18,13 +18,9 @@ description:
   - With O(expect) the module asserts the HCA count, port state, physical state, rate and link
     layer, and fails with a message that lists every mismatch, not just the first.
   - Read-only; the commands run in check mode too.
+extends_documentation_fragment:
+  - gpucloud.fleet.read_only
 attributes:
-  check_mode:
-    support: full
-    description: The module only reads; it runs the same in check mode.
-  diff_mode:
-    support: none
-    description: Nothing changes, so there is no diff.
   platform:
     support: full
     platforms: posix

@@ -28,13 +28,9 @@ description:
   - The facts are returned as C(ansible_facts.nvidia) and as top-level result keys.
 author:
   - gpucloud.fleet contributors (@gpucloud)
+extends_documentation_fragment:
+  - gpucloud.fleet.read_only
 attributes:
-  check_mode:
-    support: full
-    description: The module only reads; check mode gives the same answer.
-  diff_mode:
-    support: none
-    description: Nothing changes, so there is nothing to diff.
   facts:
     support: full
     description: Sets C(ansible_facts.nvidia).

@@ -27,13 +27,8 @@ description:
     printed, ranked as C(SYS)).
 author:
   - gpucloud.fleet contributors (@gpucloud)
-attributes:
-  check_mode:
-    support: full
-    description: The module only reads; check mode gives the same answer.
-  diff_mode:
-    support: none
-    description: Nothing changes, so there is nothing to diff.
+extends_documentation_fragment:
+  - gpucloud.fleet.read_only
 options:
   src:
     description:
