@@ -59,6 +59,7 @@ DEFAULT_NCCL_LOG = os.path.join(ROOT, "tests", "fixtures", "public", "nccl_tests
 LAB = os.path.join(ROOT, "scripts", "lab.py")
 LAB_FLEET = "benchmods"
 LAB_DIR = "/tmp/gpucloud-bench"
+LAB_INVENTORY_DIR = os.path.join(tempfile.gettempdir(), "gpucloud-benchmods-inventory")
 TARGET_RATIO = 1.3
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -166,13 +167,12 @@ def markdown(rows, args, gpu_note, version):
     lines = [
         "## gpucloud.fleet modules vs `ansible -m ping`",
         "",
-        "Measured %s on %s (Python %s, %s), target `%s`%s, %d timed runs per case after one warm-up; "
+        "Measured %s on %s, target `%s`%s, %d timed runs per case after one warm-up; "
         "times are whole `ansible` ad-hoc runs in seconds. %s"
         % (
             datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
-            report.machine_description() if args.lab else platform.node(),
-            platform.python_version(),
-            version,
+            report.machine_description() if args.lab
+            else "%s (Python %s, %s)" % (platform.node(), platform.python_version(), version),
             target,
             " (a Debian 12 lab node over SSH, `bench/modules_vs_ping.py --lab`)" if args.lab
             else " from `%s`" % args.inventory if args.inventory else " (local connection)",
@@ -224,34 +224,36 @@ def parse_args(argv):
 
 def lab_up(args, env):
     """A one-node lab fleet over SSH with the captures copied to it; returns its inventory."""
-    inventory = os.path.join(tempfile.mkdtemp(prefix="gpucloud-benchmods-"), "hosts.yml")
+    inventory = os.path.join(LAB_INVENTORY_DIR, "hosts.yml")
+    os.makedirs(LAB_INVENTORY_DIR, exist_ok=True)
     subprocess.run([sys.executable, LAB, "create", LAB_FLEET, "--node", LAB_FLEET + "-1=debian12",
                     "--transport", "ssh", "--inventory", inventory], check=True, env=env)
     for option in ("gpu_info_src", "topology_src", "ibstat_src", "nccl_log"):
         local = getattr(args, option)
         remote = "%s/%s" % (LAB_DIR, os.path.basename(local))
         subprocess.run([args.ansible, "-i", inventory, "all", "-m", "ansible.builtin.copy",
-                        "-a", "src=%s dest=%s mode=0644" % (local, remote)],
+                        "-a", "src=%s dest=%s/ mode=0644" % (local, LAB_DIR)],
                        check=True, env=env, stdout=subprocess.DEVNULL)
         setattr(args, option, remote)
     args.inventory = inventory
     return inventory
 
 
-def lab_down(inventory, env):
+def lab_down(env):
     subprocess.run([sys.executable, LAB, "destroy", LAB_FLEET], check=False, env=env)
-    shutil.rmtree(os.path.dirname(inventory), ignore_errors=True)
+    shutil.rmtree(LAB_INVENTORY_DIR, ignore_errors=True)
 
 
 def main(argv=None):
     args = parse_args(argv)
     env = environment()
-    inventory = lab_up(args, env) if args.lab else None
+    if not args.lab:
+        return measure_all(args, env)
     try:
+        lab_up(args, env)
         return measure_all(args, env)
     finally:
-        if inventory:
-            lab_down(inventory, env)
+        lab_down(env)
 
 
 def measure_all(args, env):

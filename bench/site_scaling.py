@@ -81,6 +81,8 @@ def profile_table(output, title):
 
 def run_playbook(inventory_dir, playbook, extra_args, profile):
     env = dict(os.environ)
+    # verify's reports go beside the temporary inventory, not into the checkout
+    env["GPUCLOUD_REPORT_DIR"] = os.path.join(inventory_dir, "reports")
     if profile:
         env["ANSIBLE_CALLBACKS_ENABLED"] = "ansible.posix.profile_tasks,ansible.posix.profile_roles"
         env["PROFILE_TASKS_TASK_OUTPUT_LIMIT"] = "12"
