@@ -223,7 +223,7 @@ def parse_args(argv):
 
 
 def lab_up(args, env):
-    """A one-node lab fleet over SSH with the captures copied to it; returns its inventory."""
+    """A one-node lab fleet over SSH with the captures copied to it; ARGS then point at them."""
     inventory = os.path.join(LAB_INVENTORY_DIR, "hosts.yml")
     os.makedirs(LAB_INVENTORY_DIR, exist_ok=True)
     subprocess.run([sys.executable, LAB, "create", LAB_FLEET, "--node", LAB_FLEET + "-1=debian12",
@@ -236,7 +236,6 @@ def lab_up(args, env):
                        check=True, env=env, stdout=subprocess.DEVNULL)
         setattr(args, option, remote)
     args.inventory = inventory
-    return inventory
 
 
 def lab_down(env):

@@ -23,7 +23,6 @@ machine. Requires the lab (scripts/setup.sh) and inventories/lab/group_vars.
 
 import argparse
 import json
-import math
 import os
 import re
 import resource
@@ -164,10 +163,9 @@ def measure(size, args):
         "rerun_controller_cpu_s": round(report.median([r["controller_cpu_s"] for r in reruns]), 2),
         "rerun_tasks": reruns[0]["tasks"] if reruns else None,
         "rerun_host_tasks": sum(h["ok"] for h in reruns[0]["hosts"].values()) if reruns else None,
-        "rerun_changed": max(r["changed"] for r in reruns + [profile_rerun]),
+        "rerun_changed": max(r["changed"] for r in reruns),
         "canary_walls_s": [r["wall_s"] for r in canary],
         "canary_median_s": round(report.median([r["wall_s"] for r in canary]), 2) if canary else None,
-        "canary_batches": 2 if size > 1 else 1,
         "canary_changed": max(r["changed"] for r in canary) if canary else None,
         "profile_first": first["profile"][:12],
         "profile_roles_first": first["profile_roles"],
@@ -185,17 +183,15 @@ def fit(xs, ys):
     return my - b * mx, b
 
 
-def extrapolate(rows, forks):
-    """Fixed + per-node cost of a re-run (wall, and the controller's CPU), and 1,000 nodes."""
+def extrapolate(rows):
+    """Fixed + per-node cost of a re-run: wall time, and the controller's CPU."""
     if len(rows) < 2:
         return None
     xs = [r["nodes"] for r in rows]
     a, b = fit(xs, [r["rerun_median_s"] for r in rows])
     ca, cb = fit(xs, [r["rerun_controller_cpu_s"] for r in rows])
     return {"fixed_s": round(a, 2), "per_node_s": round(b, 3),
-            "controller_cpu_fixed_s": round(ca, 2), "controller_cpu_per_node_s": round(cb, 3),
-            "nodes_1000_this_machine_s": round(a + b * 1000, 1),
-            "batches_at_forks": math.ceil(1000 / forks)}
+            "controller_cpu_fixed_s": round(ca, 2), "controller_cpu_per_node_s": round(cb, 3)}
 
 
 def plot(rows, path):
@@ -281,7 +277,6 @@ def main():
     parser.add_argument("--canary-repeats", type=int, default=1,
                         help="re-runs under the lab's canary-first policy per size (default 1; 0 skips them)")
     parser.add_argument("--playbook", default=os.path.join(ROOT, "playbooks", "site.yml"))
-    parser.add_argument("--forks", type=int, default=25, help="the forks setting in ansible.cfg")
     parser.add_argument("extra", nargs="*", help="extra ansible-playbook arguments (after --)")
     args = parser.parse_args()
     if args.repeats < 1:
@@ -289,7 +284,7 @@ def main():
     if not os.path.exists(args.playbook):
         raise SystemExit("site_scaling: %s does not exist" % args.playbook)
     rows = [measure(int(s), args) for s in args.sizes.split(",")]
-    model = extrapolate(rows, args.forks)
+    model = extrapolate(rows)
     machine = report.machine_description()
     os.makedirs(os.path.join(ROOT, "bench", "results"), exist_ok=True)
     with open(os.path.join(ROOT, "bench", "results", "site_scaling.json"), "w") as fh:

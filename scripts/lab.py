@@ -49,7 +49,6 @@ DEFAULT_CAPS = ("NET_ADMIN",)
 BOOT_TIMEOUT = 90
 TRANSPORTS = ("podman", "ssh")
 LOOP_CTL_ADD = 0x4C80
-LOOP_CTL_GET_FREE = 0x4C82
 
 
 class LabError(Exception):
