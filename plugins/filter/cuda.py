@@ -19,7 +19,7 @@ def cuda_min_driver(version):
     try:
         return _cuda_min_driver(version)
     except ValueError as exc:
-        raise AnsibleFilterError("cuda_min_driver: %s" % exc)
+        raise AnsibleFilterError("cuda_min_driver: %s" % exc) from exc
 
 
 def cuda_driver_compatible(driver, cuda_version, minor_compat=False):
@@ -28,7 +28,7 @@ def cuda_driver_compatible(driver, cuda_version, minor_compat=False):
     try:
         return driver_supports_cuda(driver, cuda_version, minor_compat=minor_compat)
     except ValueError as exc:
-        raise AnsibleFilterError("cuda_driver_compatible: %s" % exc)
+        raise AnsibleFilterError("cuda_driver_compatible: %s" % exc) from exc
 
 
 class FilterModule(object):

@@ -25,9 +25,11 @@ FAMILIES = ("ipv4", "ipv6")
 PROTOCOLS = ("tcp", "udp", "all")
 # One multiport match takes at most 15 ports; a range counts as two.
 MULTIPORT_SLOTS = 15
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-INTERFACE_RE = re.compile(r"^[A-Za-z0-9_.:@-]{1,15}\+?$")
-CHAIN_RE = re.compile(r"^[A-Z0-9][A-Z0-9_-]{0,28}$")
+# Matched with fullmatch: "$" would also accept a trailing newline, which iptables-restore
+# reads as the end of the rule.
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+INTERFACE_RE = re.compile(r"[A-Za-z0-9_.:@-]{1,15}\+?")
+CHAIN_RE = re.compile(r"[A-Z0-9][A-Z0-9_-]{0,28}")
 # Chains other software owns; ours must never be one of them.
 FOREIGN_CHAIN_PREFIXES = ("DOCKER", "KUBE-", "CNI-", "CILIUM", "cali-", "FLANNEL", "WEAVE")
 BUILTIN_CHAINS = ("INPUT", "FORWARD", "OUTPUT", "PREROUTING", "POSTROUTING")
@@ -52,15 +54,19 @@ def _need_netaddr(name):
                                  "(pip install netaddr)" % name)
 
 
-def _network(value, varname):
-    """One address or CIDR -> netaddr.IPNetwork (host bits cleared), or an error naming varname."""
+def _network(value, varname, allow_any=False):
+    """One address or CIDR -> netaddr.IPNetwork (host bits cleared), or an error naming varname.
+
+    A prefix of length 0 (0.0.0.0/0, ::/0, or an IPv4-mapped prefix shorter than /96, which
+    covers every IPv4 address and more) means anyone, and is refused unless allow_any.
+    """
     if not isinstance(value, str) or not value.strip():
         raise AnsibleFilterError("%s: %r is not an IPv4/IPv6 address or CIDR string" % (varname, value))
     text = value.strip()
     try:
         if "/" in text:
             address, prefix = text.split("/", 1)
-            if not prefix.isdigit():
+            if not re.fullmatch(r"[0-9]{1,3}", prefix):
                 raise ValueError("prefix length %r is not a number" % prefix)
             ip = netaddr.IPAddress(address, flags=netaddr.INET_PTON)
             full = 32 if ip.version == 4 else 128
@@ -71,22 +77,40 @@ def _network(value, varname):
             ip = netaddr.IPAddress(text, flags=netaddr.INET_PTON)
             net = netaddr.IPNetwork("%s/%d" % (ip, 32 if ip.version == 4 else 128))
     except (netaddr.AddrFormatError, ValueError, TypeError) as exc:
-        raise AnsibleFilterError("%s: %r is not a valid IPv4/IPv6 address or CIDR (%s)" % (varname, value, exc))
+        raise AnsibleFilterError("%s: %r is not a valid IPv4/IPv6 address or CIDR (%s)"
+                                 % (varname, value, exc)) from exc
     if net.version == 6 and net.ip.is_ipv4_mapped():
-        net = netaddr.IPNetwork("%s/%d" % (net.ip.ipv4(), max(net.prefixlen - 96, 0)))
+        if net.prefixlen < 96:
+            if not allow_any:
+                raise AnsibleFilterError(
+                    "%s: %r is an IPv4-mapped prefix shorter than /96, which would cover every IPv4 "
+                    "address; write the IPv4 network itself" % (varname, value))
+            net = netaddr.IPNetwork("0.0.0.0/0")
+        else:
+            net = netaddr.IPNetwork("%s/%d" % (net.ip.ipv4(), net.prefixlen - 96))
+    if net.prefixlen == 0 and not allow_any:
+        raise AnsibleFilterError(
+            "%s: %r means anyone; open such ports with the public port lists, or, if anyone is really "
+            "meant, say so with allow_any=true (the firewall role: firewall_allow_any_source: true)"
+            % (varname, value))
     return net.cidr
 
 
-def firewall_cidrs(values, varname="cidrs"):
-    """Validate a list of addresses/CIDRs; return {'ipv4': [...], 'ipv6': [...]} in canonical form."""
+def firewall_cidrs(values, varname="cidrs", allow_any=False):
+    """Validate a list of addresses/CIDRs; return {'ipv4': [...], 'ipv6': [...]} in canonical form.
+
+    0.0.0.0/0 and ::/0 (and IPv4-mapped prefixes shorter than /96) only with allow_any=True.
+    """
     _need_netaddr("firewall_cidrs")
+    if not isinstance(allow_any, bool):
+        raise AnsibleFilterError("%s: allow_any must be true or false, got %r" % (varname, allow_any))
     if values is None:
         values = []
     if isinstance(values, str) or not isinstance(values, (list, tuple)):
         raise AnsibleFilterError("%s: must be a list of CIDRs, got %r" % (varname, values))
     result = {"ipv4": [], "ipv6": []}
     for value in values:
-        net = _network(value, varname)
+        net = _network(value, varname, allow_any)
         family = "ipv4" if net.version == 4 else "ipv6"
         text = str(net)
         if text not in result[family]:
@@ -97,13 +121,14 @@ def firewall_cidrs(values, varname="cidrs"):
 def _port(value, varname):
     if isinstance(value, bool):
         raise AnsibleFilterError("%s: %r is not a port" % (varname, value))
-    if isinstance(value, int) or (isinstance(value, str) and value.strip().isdigit()):
+    # [0-9], not isdigit(): '²'.isdigit() is true, yet int('²') raises.
+    if isinstance(value, int) or (isinstance(value, str) and re.fullmatch(r"\s*[0-9]+\s*", value)):
         number = int(value)
         if not 1 <= number <= 65535:
             raise AnsibleFilterError("%s: port %r is outside 1-65535" % (varname, value))
         return str(number), 1
     if isinstance(value, str):
-        match = re.match(r"^\s*(\d+)\s*[:-]\s*(\d+)\s*$", value)
+        match = re.fullmatch(r"\s*([0-9]+)\s*[:-]\s*([0-9]+)\s*", value)
         if match:
             low, high = int(match.group(1)), int(match.group(2))
             if not (1 <= low < high <= 65535):
@@ -137,12 +162,12 @@ def _comment(name):
     return "-m comment --comment %s" % name
 
 
-def _service(service, index):
+def _service(service, index, allow_any=False):
     varname = "firewall_services[%d]" % index
     if not isinstance(service, dict):
         raise AnsibleFilterError("%s: must be a dict with name, proto, ports, sources, got %r" % (varname, service))
     name = service.get("name")
-    if not isinstance(name, str) or not NAME_RE.match(name):
+    if not isinstance(name, str) or not NAME_RE.fullmatch(name):
         raise AnsibleFilterError("%s: name %r must be 1-64 letters, digits, '_', '.', '-'" % (varname, name))
     varname = "firewall_services[%d] '%s'" % (index, name)
     proto = service.get("proto", "tcp")
@@ -157,7 +182,7 @@ def _service(service, index):
         chunks = _port_chunks(ports, varname + " ports")
         if not chunks:
             raise AnsibleFilterError("%s: proto %s needs at least one port" % (varname, proto))
-    sources = firewall_cidrs(service.get("sources") or [], varname + " sources")
+    sources = firewall_cidrs(service.get("sources") or [], varname + " sources", allow_any)
     return name, proto, chunks, sources
 
 
@@ -169,6 +194,9 @@ def firewall_ruleset(config, family="ipv4", chain="GPUCLOUD-INPUT"):
     _check_chain(chain)
     if not isinstance(config, dict):
         raise AnsibleFilterError("firewall_ruleset: config must be a dict, got %r" % (config,))
+    allow_any = config.get("allow_any_source", False)
+    if not isinstance(allow_any, bool):
+        raise AnsibleFilterError("firewall_allow_any_source: must be true or false, got %r" % (allow_any,))
     head = "-A %s " % chain
     rules = [head + "-i lo -j ACCEPT",
              head + "-m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT",
@@ -177,10 +205,15 @@ def firewall_ruleset(config, family="ipv4", chain="GPUCLOUD-INPUT"):
     if config.get("allow_ping", True):
         icmp.append(ICMP_ECHO[family])
     rules += [head + match + " -j ACCEPT" for match in icmp]
-    for source in firewall_cidrs(config.get("controller") or [], "firewall_controller_cidrs")[family]:
+    for source in firewall_cidrs(config.get("controller") or [], "firewall_controller_cidrs",
+                                 allow_any)[family]:
         rules.append(head + "-s %s %s -j ACCEPT" % (source, _comment("gpucloud-controller")))
-    for interface in config.get("trusted_interfaces") or []:
-        if not isinstance(interface, str) or not INTERFACE_RE.match(interface):
+    interfaces = config.get("trusted_interfaces") or []
+    if not isinstance(interfaces, (list, tuple)):
+        raise AnsibleFilterError("firewall_trusted_interfaces: must be a list of interface names, got %r"
+                                 % (interfaces,))
+    for interface in interfaces:
+        if not isinstance(interface, str) or not INTERFACE_RE.fullmatch(interface):
             raise AnsibleFilterError("firewall_trusted_interfaces: %r is not an interface name "
                                      "(at most 15 characters, '+' as a trailing wildcard)" % (interface,))
         rules.append(head + "-i %s %s -j ACCEPT" % (interface, _comment("gpucloud-trusted-interface")))
@@ -193,7 +226,7 @@ def firewall_ruleset(config, family="ipv4", chain="GPUCLOUD-INPUT"):
         raise AnsibleFilterError("firewall_services: must be a list, got %r" % (services,))
     names = set()
     for index, service in enumerate(services):
-        name, proto, chunks, sources = _service(service, index)
+        name, proto, chunks, sources = _service(service, index, allow_any)
         if name in names:
             raise AnsibleFilterError("firewall_services: the name '%s' is used twice" % name)
         names.add(name)
@@ -208,7 +241,7 @@ def firewall_ruleset(config, family="ipv4", chain="GPUCLOUD-INPUT"):
 
 
 def _check_chain(chain):
-    if not isinstance(chain, str) or not CHAIN_RE.match(chain) or chain in BUILTIN_CHAINS \
+    if not isinstance(chain, str) or not CHAIN_RE.fullmatch(chain) or chain in BUILTIN_CHAINS \
             or chain.upper().startswith(tuple(p.upper() for p in FOREIGN_CHAIN_PREFIXES)):
         raise AnsibleFilterError("firewall: %r cannot be our chain (a built-in or another tool's chain)" % (chain,))
 
@@ -252,6 +285,9 @@ def firewall_plan(save_text, rules, policy="DROP", chain="GPUCLOUD-INPUT", famil
     our chain) and persist (a file for netfilter-persistent / iptables-services).
     """
     _check_chain(chain)
+    if save_text is not None and not isinstance(save_text, str):
+        raise AnsibleFilterError("firewall_plan: expected iptables-save's output (a string), got %s"
+                                 % type(save_text).__name__)
     if policy not in ("DROP", "ACCEPT"):
         raise AnsibleFilterError("firewall_input_policy: %r is not DROP or ACCEPT" % (policy,))
     if not isinstance(rules, (list, tuple)) or not all(isinstance(r, str) and r.startswith("-A %s " % chain)

@@ -7,6 +7,8 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import re
+
 from ansible.errors import AnsibleFilterError
 
 try:
@@ -16,12 +18,16 @@ except ImportError:
     HAS_NETADDR = False
 
 
+# [0-9], not isdigit(): '²'.isdigit() is true, yet int('²') raises.
+_WHOLE_RE = re.compile(r"\s*[+-]?[0-9]+\s*")
+
+
 def _whole(value, name):
     if isinstance(value, bool):
         raise AnsibleFilterError("ipoib_address: %s must be an integer, got %r" % (name, value))
     if isinstance(value, int):
         number = value
-    elif isinstance(value, str) and value.strip().lstrip("+-").isdigit():
+    elif isinstance(value, str) and _WHOLE_RE.fullmatch(value):
         number = int(value.strip())
     else:
         raise AnsibleFilterError("ipoib_address: %s must be an integer, got %r" % (name, value))
@@ -58,7 +64,7 @@ def ipoib_address(subnet, index, offset=0):
     try:
         network = netaddr.IPNetwork(subnet.strip()).cidr
     except (netaddr.AddrFormatError, ValueError, TypeError) as exc:
-        raise AnsibleFilterError("ipoib_address: subnet %r is not a valid CIDR: %s" % (subnet, exc))
+        raise AnsibleFilterError("ipoib_address: subnet %r is not a valid CIDR: %s" % (subnet, exc)) from exc
     first, last = _usable_range(network)
     address = first + index + offset
     if address > last:

@@ -13,11 +13,16 @@ from ansible.errors import AnsibleFilterError
 
 from collections.abc import Mapping
 
+_DIGITS_RE = re.compile(r"([0-9]+)")
+
 
 def _natural_key(version):
-    """'2.21.5' > '2.9.1': digit runs compare as numbers, the rest as text."""
-    return [(0, int(part), "") if part.isdigit() else (1, 0, part)
-            for part in re.split(r"(\d+)", version) if part]
+    """'2.21.5' > '2.9.1': ASCII digit runs compare as numbers, the rest as text.
+
+    [0-9], not isdigit(): '²'.isdigit() is true, yet int('²') raises.
+    """
+    return [(0, int(part), "") if _DIGITS_RE.fullmatch(part) else (1, 0, part)
+            for part in _DIGITS_RE.split(version) if part]
 
 
 def _normalise(value, host, component):

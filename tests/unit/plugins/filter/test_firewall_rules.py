@@ -210,3 +210,61 @@ def test_plan_rejects_bad_policy_and_rules():
         firewall_plan(SAVE_EMPTY, [], policy="REJECT")
     with pytest.raises(AnsibleFilterError, match="rules must be"):
         firewall_plan(SAVE_EMPTY, ["-A INPUT -j ACCEPT"])
+
+
+# Hostile input (issue 15, item 16): "anyone" only on request; names matched in full.
+@pytest.mark.parametrize("anyone", ["0.0.0.0/0", "::/0", "10.1.2.3/0", "::ffff:10.0.0.1/64", "::ffff:0.0.0.0/95"])
+def test_cidrs_refuse_anyone_without_allow_any(anyone):
+    with pytest.raises(AnsibleFilterError, match="firewall_cluster_cidrs: %r" % anyone):
+        firewall_cidrs([anyone], "firewall_cluster_cidrs")
+
+
+def test_cidrs_accept_anyone_when_asked():
+    assert firewall_cidrs(["0.0.0.0/0", "::/0", "::ffff:10.0.0.1/64"], "x", allow_any=True) == {
+        "ipv4": ["0.0.0.0/0"], "ipv6": ["::/0"]}
+
+
+def test_cidrs_ipv4_mapped_prefix_keeps_its_width():
+    assert firewall_cidrs(["::ffff:10.1.2.3/104"], "x") == {"ipv4": ["10.0.0.0/8"], "ipv6": []}
+
+
+def test_cidrs_allow_any_must_be_a_bool():
+    with pytest.raises(AnsibleFilterError, match="allow_any must be true or false"):
+        firewall_cidrs(["10.0.0.0/8"], "x", "yes")
+
+
+def test_ruleset_refuses_anyone_in_services_and_controller_unless_allowed():
+    config = {"controller": ["0.0.0.0/0"], "services": [{"name": "s", "proto": "tcp", "ports": [1], "sources": ["::/0"]}]}
+    with pytest.raises(AnsibleFilterError, match="firewall_controller_cidrs: '0.0.0.0/0' means anyone"):
+        firewall_ruleset(config, "ipv4")
+    with pytest.raises(AnsibleFilterError, match="firewall_services\\[0\\] 's' sources: '::/0' means anyone"):
+        firewall_ruleset(dict(config, controller=[]), "ipv6")
+    rules = firewall_ruleset(dict(config, allow_any_source=True), "ipv6")
+    assert "-A GPUCLOUD-INPUT -s ::/0 -p tcp -m multiport --dports 1 -m comment --comment s -j ACCEPT" in rules
+
+
+@pytest.mark.parametrize("config,message", [
+    ({"trusted_interfaces": ["eth0\n"]}, "firewall_trusted_interfaces: 'eth0\\\\n'"),
+    ({"trusted_interfaces": "docker0"}, "firewall_trusted_interfaces: must be a list"),
+    ({"services": [{"name": "x\n", "proto": "all", "sources": ["10.0.0.0/8"]}]}, r"firewall_services\[0\]: name"),
+    ({"public_tcp_ports": ["²"]}, "firewall_public_tcp_ports: '²' is not a port"),
+    ({"public_tcp_ports": ["1²:3"]}, "firewall_public_tcp_ports: '1²:3' is not a port"),
+    ({"controller": ["10.0.0.0/²"]}, "firewall_controller_cidrs: '10.0.0.0/²'"),
+    ({"allow_any_source": "yes"}, "firewall_allow_any_source: must be true or false"),
+])
+def test_ruleset_refuses_hostile_values(config, message):
+    with pytest.raises(AnsibleFilterError, match=message):
+        firewall_ruleset(config, "ipv4")
+
+
+def test_chain_with_trailing_newline_is_refused():
+    with pytest.raises(AnsibleFilterError, match="cannot be our chain"):
+        firewall_ruleset({}, "ipv4", chain="GPUCLOUD-INPUT\n")
+    with pytest.raises(AnsibleFilterError, match="cannot be our chain"):
+        firewall_plan("", [], chain="GPUCLOUD-INPUT\n")
+
+
+@pytest.mark.parametrize("save", [5, b"*filter\n", True])
+def test_plan_refuses_what_is_not_iptables_save_text(save):
+    with pytest.raises(AnsibleFilterError, match="expected iptables-save's output"):
+        firewall_plan(save, [])

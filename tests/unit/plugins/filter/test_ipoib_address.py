@@ -84,3 +84,12 @@ def test_missing_netaddr():
     with mock.patch.object(plugin, "HAS_NETADDR", False):
         with pytest.raises(AnsibleFilterError, match="netaddr is required"):
             ipoib_address("10.10.0.0/16", 0)
+
+
+# '²'.isdigit() is true, yet int('²') raises ValueError (issue 15, item 18).
+@pytest.mark.parametrize("bad", ["²", "1²", "+-5", "٣"])
+def test_non_ascii_digits_are_a_filter_error(bad):
+    with pytest.raises(AnsibleFilterError, match="index must be an integer"):
+        ipoib_address("10.10.0.0/16", bad)
+    with pytest.raises(AnsibleFilterError, match="offset must be an integer"):
+        ipoib_address("10.10.0.0/16", 1, bad)

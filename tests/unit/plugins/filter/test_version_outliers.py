@@ -60,3 +60,9 @@ def test_values_are_compared_as_trimmed_text():
 def test_invalid_input(value, message):
     with pytest.raises(AnsibleFilterError, match=message):
         version_outliers(value)
+
+
+def test_non_ascii_digits_compare_as_text():
+    # '²'.isdigit() is true, yet int('²') raises ValueError (issue 15, item 18).
+    report = version_outliers({"a": {"nccl": "²"}, "b": {"nccl": "²"}, "c": {"nccl": "2"}, "d": {"nccl": "2"}})
+    assert report["nccl"]["majority"] in ("²", "2")
