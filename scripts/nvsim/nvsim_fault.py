@@ -1,0 +1,92 @@
+# Copyright (c) 2026, gpucloud.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""nvsim-fault: switch simulated GPU faults on and off (gpucloud lab stand-in, not NVIDIA software).
+
+    nvsim-fault ecc-dbe [--gpu N]
+    nvsim-fault nvlink-down [--gpu N] [--link L]
+    nvsim-fault xid [--gpu N] CODE
+    nvsim-fault clear
+    nvsim-fault show
+
+State lives in /etc/nvsim/faults.json, which the simulated nvidia-smi reads.
+"""
+
+import argparse
+import json
+import os
+import sys
+
+import nvsim_smi
+
+# Xid texts as the driver logs them (NVIDIA's Xid catalog); others get a generic text.
+XID_TEXT = {
+    13: "Graphics Exception: ESR 0x50df30=0x10000e 0x50df34=0x0 0x50df28=0x0 0x50df2c=0x0",
+    31: "Ch 00000008, intr 00000000. MMU Fault: ENGINE GRAPHICS GPCCLIENT_T1_0 faulted @ 0x0_00000000. "
+        "Fault is of type FAULT_PDE ACCESS_TYPE_VIRT_READ",
+    48: "An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at partition 0, "
+        "subpartition 0.",
+    63: "Row Remapper: New row marked for remapping, reset gpu to activate.",
+    74: "NVLink: fatal error detected on link 0(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)",
+    79: "GPU has fallen off the bus.",
+    94: "Contained: SM (0x1). RST: No, D-RST: No",
+    95: "Uncontained: FBHUB. RST: Yes, D-RST: No",
+}
+
+
+def xid_line(bus, code):
+    """One kernel log line in the driver's format, for the GPU on PCI bus BUS."""
+    text = XID_TEXT.get(code, "Simulated Xid %d (gpucloud lab stand-in)." % code)
+    return "NVRM: Xid (PCI:0000:%s:00): %d, pid='<unknown>', name=<unknown>, %s" % (bus, code, text)
+
+
+def apply(faults, command, gpu=0, link=0):
+    """The fault state after COMMAND (pure)."""
+    faults = json.loads(json.dumps(faults or {}))
+    if command == "clear":
+        return {}
+    if command == "ecc-dbe":
+        faults["ecc_dbe"] = sorted(set(faults.get("ecc_dbe", [])) | {gpu})
+    elif command == "nvlink-down":
+        down = faults.setdefault("nvlink_down", {})
+        down[str(gpu)] = sorted(set(down.get(str(gpu), [])) | {link})
+    return faults
+
+
+def bus_of(profile, gpu):
+    spec = nvsim_smi.PROFILES.get(profile)
+    if spec is None or not 0 <= gpu < len(spec["bus"]):
+        return None
+    return spec["bus"][gpu]
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(prog="nvsim-fault", description="Simulated GPU faults for the nvsim lab driver.")
+    parser.add_argument("command", choices=["ecc-dbe", "nvlink-down", "xid", "clear", "show"])
+    parser.add_argument("code", nargs="?", type=int, help="Xid code (xid only)")
+    parser.add_argument("--gpu", type=int, default=0)
+    parser.add_argument("--link", type=int, default=0)
+    args = parser.parse_args(argv)
+    faults = nvsim_smi.read_json(nvsim_smi.FAULTS_FILE)
+    if args.command == "show":
+        sys.stdout.write(json.dumps(faults, indent=2, sort_keys=True) + "\n")
+        return 0
+    profile = (nvsim_smi.read_text(nvsim_smi.PROFILE_FILE) or "").strip()
+    bus = bus_of(profile, args.gpu)
+    if args.command != "clear" and bus is None:
+        parser.error("no GPU %d in profile %r (/etc/nvsim/profile)" % (args.gpu, profile or None))
+    if args.command == "xid":
+        if args.code is None:
+            parser.error("xid needs a CODE")
+        with open("/dev/kmsg", "w", encoding="utf-8") as kmsg:
+            kmsg.write("<3>%s\n" % xid_line(bus, args.code))
+        faults.setdefault("xid", []).append({"gpu": args.gpu, "code": args.code})
+    else:
+        faults = apply(faults, args.command, args.gpu, args.link)
+    nvsim_smi.write_json(nvsim_smi.FAULTS_FILE, faults)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
