@@ -15,7 +15,10 @@ Every check is ``{host, check, status, ok, detail}`` with status
 - ``fail``: measured and not as the profile says, or required and not measurable;
 - ``n/a``: the profile says the thing does not exist here (a GPU-less lab node has
   no ECC to check);
-- ``skipped``: not measured in this run (the operator left it out).
+- ``skipped``: not measured in this run (the operator left it out);
+- ``pending``: not measured because the host waits for a reboot (a new driver is
+  installed but the old one is loaded, so nvidia-smi and NVML would only answer
+  "Driver/library version mismatch"): neither accepted nor failed.
 
 ``ok`` is false only for ``fail``.
 """
@@ -25,13 +28,17 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import fnmatch
+import json
 import re
 
-PASS, FAIL, NA, SKIPPED = "pass", "fail", "n/a", "skipped"
-STATUSES = (PASS, FAIL, NA, SKIPPED)
+PASS, FAIL, NA, SKIPPED, PENDING = "pass", "fail", "n/a", "skipped", "pending"
+STATUSES = (PASS, FAIL, NA, SKIPPED, PENDING)
+
+REBOOT_SKIP = "reboot required: GPU checks skipped"
 
 # Every check this module can produce, in report order.
 CHECKS = (
+    "reboot",
     "gpu.count",
     "gpu.model",
     "gpu.memory",
@@ -44,6 +51,11 @@ CHECKS = (
     "gpu.ecc_errors",
     "gpu.row_remap",
     "gpu.mig",
+    "gpu.fabric",
+    "gpu.pcie_link",
+    "fabric.manager",
+    "cuda.context",
+    "pcie.acs",
     "topology",
     "ib.ports",
     "storage.tang",
@@ -75,6 +87,42 @@ def version_matches(locked, found):
     want = re.findall(r"\d+", str(locked))
     have = re.findall(r"\d+", found.split("-", 1)[0]) or re.findall(r"\d+", found)
     return bool(want) and [int(x) for x in have[:len(want)]] == [int(x) for x in want]
+
+
+def model_matches(wanted, name):
+    """True when the GPU NAME is the profile's WANTED model, whole words only.
+
+    'H100' matches 'NVIDIA H100 80GB HBM3' and 'A100' matches 'NVIDIA A100-SXM4-40GB', but
+    'H20' does not match 'NVIDIA H200' and 'H100 80GB HBM3' does not match 'NVIDIA H100 PCIe'.
+    Case and runs of spaces do not count.
+    """
+    if not wanted or not name:
+        return False
+    pattern = r"(?<![A-Za-z0-9])%s(?![A-Za-z0-9])" % re.escape(" ".join(str(wanted).split()))
+    return re.search(pattern, " ".join(str(name).split()), re.IGNORECASE) is not None
+
+
+def parse_cuda_context(text):
+    """The JSON printed by playbooks/files/cuda_context.py -> {error, devices}.
+
+    ``error`` says why CUDA could not start at all (libcuda.so.1 missing, cuInit failed);
+    ``devices`` is a list of {index, ok, error} with ``error`` like
+    'CUDA_ERROR_SYSTEM_NOT_READY (802)'. Raises AcceptanceError on output that is not the
+    script's JSON (a traceback, an empty run).
+    """
+    try:
+        data = json.loads(text or "")
+    except ValueError:
+        raise AcceptanceError("cuda_context.py printed no JSON: %r" % (text or "")[-200:])
+    if not isinstance(data, dict) or not isinstance(data.get("devices", []), list):
+        raise AcceptanceError("cuda_context.py printed JSON of the wrong shape: %r" % (data,))
+    devices = []
+    for device in data.get("devices") or []:
+        if not isinstance(device, dict) or "index" not in device:
+            raise AcceptanceError("cuda_context.py: a device entry without index: %r" % (device,))
+        devices.append({"index": int(device["index"]), "ok": device.get("error") is None,
+                        "error": device.get("error")})
+    return {"error": data.get("error"), "devices": devices}
 
 
 def cudnn_version_text(number):
@@ -143,16 +191,16 @@ def _per_gpu(gpus, bad):
     return reasons
 
 
-def _gpu_checks(host, profile, nvidia):
+def _gpu_checks(host, profile, nvidia, not_gathered="GPU facts were not gathered"):
     """Checks on the GPUs themselves; n/a everywhere on a profile without GPUs."""
     name = profile.get("name", "?")
     want_count = int(profile.get("gpu_count", 0))
     gpus = _gpus(nvidia)
     names = ("gpu.model", "gpu.memory", "gpu.persistence", "gpu.ecc_mode", "gpu.ecc_errors",
-             "gpu.row_remap", "gpu.mig")
+             "gpu.row_remap", "gpu.mig", "gpu.fabric", "gpu.pcie_link")
     if nvidia is None:
-        return [_check(host, "gpu.count", SKIPPED, "GPU facts were not gathered")] + [
-            _check(host, n, SKIPPED, "GPU facts were not gathered") for n in names]
+        return [_check(host, "gpu.count", SKIPPED, not_gathered)] + [
+            _check(host, n, SKIPPED, not_gathered) for n in names]
 
     found = len(gpus)
     driver = "driver loaded" if nvidia.get("driver_loaded") else "no NVIDIA driver loaded"
@@ -177,7 +225,7 @@ def _gpu_checks(host, profile, nvidia):
     checks = [count]
     model = profile.get("gpu_model")
     if model:
-        wrong = _per_gpu(gpus, lambda g: None if model.lower() in (g.get("name") or "").lower()
+        wrong = _per_gpu(gpus, lambda g: None if model_matches(model, g.get("name"))
                          else "is %s" % g.get("name"))
         checks.append(_check(host, "gpu.model", FAIL if wrong else PASS,
                              "; ".join(wrong) + ", expected %s" % model if wrong else "every GPU is %s" % model))
@@ -260,7 +308,135 @@ def _gpu_checks(host, profile, nvidia):
     checks.append(_check(host, "gpu.mig", FAIL if bad_mig else PASS,
                          "; ".join(bad_mig) + ", expected MIG %s" % ("enabled" if want_mig else "disabled")
                          if bad_mig else "MIG %s as profile %s says" % ("enabled" if want_mig else "disabled", name)))
+    checks.append(_fabric_check(host, profile, gpus))
+    checks.append(_pcie_link_check(host, profile, gpus))
     return checks
+
+
+def _nvswitch(profile):
+    return bool(profile.get("nvswitch", False))
+
+
+def _fabric_check(host, profile, gpus):
+    """Every GPU registered with Fabric Manager: state Completed, status Success."""
+    if not _nvswitch(profile):
+        return _check(host, "gpu.fabric", NA, "profile %s has no NVSwitch fabric" % profile.get("name", "?"))
+
+    def fabric(gpu):
+        state = (gpu.get("fabric") or {}).get("state")
+        status = (gpu.get("fabric") or {}).get("status")
+        if state is None:
+            return "reports no fabric state (N/A): the driver sees no NVSwitch fabric"
+        if state.lower() != "completed" or (status or "").lower() != "success":
+            return "fabric state %s, status %s" % (state, status)
+        return None
+
+    bad = _per_gpu(gpus, fabric)
+    return _check(host, "gpu.fabric", FAIL if bad else PASS,
+                  "; ".join(bad) + " (expected Completed/Success: is nvidia-fabricmanager running at the "
+                  "driver's exact version?)" if bad else "every GPU's fabric state is Completed, status Success")
+
+
+def _pcie_link_check(host, profile, gpus):
+    """The GPU's PCIe link at its maximum width and generation.
+
+    NVIDIA documents that the current generation and width "may be reduced when the GPU is not
+    in use" (nvidia-smi --help-query-gpu), so the check judges:
+
+    - the width always: HGX H100/H200 boards hold x16 at idle (the captures under
+      tests/fixtures), and a narrower link there is a seating, riser or retimer fault. PCIe
+      cards may narrow at idle (an idle L4 reports x8 of x16), so the check is on only where
+      the profile asks for it (``pcie_link``, default: the NVSwitch profiles);
+    - the maximum generation the system allows against what the GPU supports, always: a
+      lower one means the slot, switch or BIOS caps the link, which no idle state explains;
+    - the current generation only when the GPU is not idle; an idle GPU below its maximum
+      generation is reported, not failed.
+    """
+    if not profile.get("pcie_link", _nvswitch(profile)):
+        return _check(host, "gpu.pcie_link", NA, "profile %s does not check the PCIe link" % profile.get("name", "?"))
+    idle_low = []
+
+    def link(gpu):
+        pcie = gpu.get("pcie") or {}
+        gen, gen_max, gen_device_max = pcie.get("gen"), pcie.get("gen_max"), pcie.get("gen_device_max")
+        width, width_max = pcie.get("width"), pcie.get("width_max")
+        if None in (gen, gen_max, width, width_max):
+            return "PCIe link not reported (gen %s/%s, width x%s/x%s)" % (gen, gen_max, width, width_max)
+        reasons = []
+        if width < width_max:
+            reasons.append("runs at x%d of x%d" % (width, width_max))
+        if gen_device_max is not None and gen_max < gen_device_max:
+            reasons.append("the system caps the link at Gen%d, the GPU supports Gen%d" % (gen_max, gen_device_max))
+        if gen < gen_max:
+            if gpu.get("idle") is False:
+                reasons.append("runs at Gen%d of Gen%d while busy" % (gen, gen_max))
+            else:
+                idle_low.append("GPU%s Gen%d of Gen%d" % (gpu.get("index"), gen, gen_max))
+        return ", ".join(reasons) or None
+
+    bad = _per_gpu(gpus, link)
+    note = (" (not judged, the GPU is idle or does not say: %s)" % ", ".join(idle_low)) if idle_low else ""
+    if bad:
+        return _check(host, "gpu.pcie_link", FAIL, "; ".join(bad) + note)
+    return _check(host, "gpu.pcie_link", PASS, "every GPU's PCIe link at its maximum width and generation" + note)
+
+
+def _reboot_check(host, reboot_required):
+    if reboot_required is None:
+        return _check(host, "reboot", SKIPPED, "whether a reboot is pending was not reported")
+    if reboot_required:
+        return _check(host, "reboot", PENDING, REBOOT_SKIP + " (the installed driver waits for a reboot; "
+                      "nvidia-smi and NVML would answer 'Driver/library version mismatch'). Reboot, then verify again")
+    return _check(host, "reboot", PASS, "no reboot pending")
+
+
+def _fabric_manager_check(host, profile, fabric_manager, pending):
+    if not _nvswitch(profile):
+        return _check(host, "fabric.manager", NA, "profile %s has no NVSwitch fabric" % profile.get("name", "?"))
+    if pending:
+        return _check(host, "fabric.manager", SKIPPED, REBOOT_SKIP)
+    if fabric_manager is None:
+        return _check(host, "fabric.manager", SKIPPED, "nvidia-fabricmanager was not inspected")
+    state = fabric_manager.get("state") or "unknown"
+    if state == "active":
+        return _check(host, "fabric.manager", PASS, "nvidia-fabricmanager is active")
+    return _check(host, "fabric.manager", FAIL, "nvidia-fabricmanager is %s, expected active (without it CUDA "
+                  "fails with error 802 on an NVSwitch system)" % state)
+
+
+def _cuda_context_check(host, profile, cuda, pending):
+    if int(profile.get("gpu_count", 0)) == 0 or not profile.get("cuda_context", _nvswitch(profile)):
+        return _check(host, "cuda.context", NA, "profile %s does not check CUDA contexts" % profile.get("name", "?"))
+    if pending:
+        return _check(host, "cuda.context", SKIPPED, REBOOT_SKIP)
+    if cuda is None:
+        return _check(host, "cuda.context", SKIPPED, "no CUDA context was tried")
+    if cuda.get("error"):
+        return _check(host, "cuda.context", FAIL, "CUDA did not start: %s" % cuda["error"])
+    devices = cuda.get("devices") or []
+    bad = ["GPU%s: %s" % (d["index"], d.get("error")) for d in devices if not d.get("ok")]
+    want = int(profile.get("gpu_count", 0))
+    if len(devices) != want:
+        bad.append("CUDA sees %d device(s), profile expects %d" % (len(devices), want))
+    if bad:
+        return _check(host, "cuda.context", FAIL, "; ".join(bad))
+    return _check(host, "cuda.context", PASS, "a CUDA context was created on each of %d GPU(s)" % len(devices))
+
+
+def _acs_check(host, profile, acs):
+    if not profile.get("pcie_acs", _nvswitch(profile)):
+        return _check(host, "pcie.acs", NA, "profile %s does not check PCI ACS" % profile.get("name", "?"))
+    if acs is None:
+        return _check(host, "pcie.acs", SKIPPED, "PCI ACS was not inspected")
+    if acs.get("error"):
+        return _check(host, "pcie.acs", FAIL, "PCI ACS could not be read: %s" % acs["error"])
+    redirecting = acs.get("redirecting") or []
+    if redirecting:
+        return _check(host, "pcie.acs", FAIL, "ACS redirects peer-to-peer traffic to the root complex on %s "
+                      "(GPUDirect P2P/RDMA slows down or hangs; disable ACS in the BIOS or with setpci)"
+                      % ", ".join(redirecting))
+    return _check(host, "pcie.acs", PASS, "no PCIe switch port between GPUs and HCAs redirects peer-to-peer "
+                  "traffic (%d port(s) read)" % int(acs.get("ports", 0)))
 
 
 def _driver_check(host, profile, lock, nvidia, stack):
@@ -369,7 +545,11 @@ def evaluate(host, profile, lock=None, observed=None):
     """Every acceptance check of HOST against PROFILE and the version LOCK.
 
     ``observed`` keys (each optional; a missing key means "not measured"):
-    ``nvidia`` (nvidia_gpu_info facts), ``stack`` ({driver, cuda, cudnn, nccl} installed
+    ``reboot_required`` (true: a driver waits for a reboot, so the GPU checks are skipped and
+    the ``reboot`` check is ``pending``), ``nvidia`` (nvidia_gpu_info facts),
+    ``fabric_manager`` ({state}: systemctl is-active nvidia-fabricmanager), ``cuda``
+    (:func:`parse_cuda_context`), ``pcie_acs`` ({redirecting, ports, error} from
+    pcie_acs.judge), ``stack`` ({driver, cuda, cudnn, nccl} installed
     versions), ``topology`` and ``ib`` ({mismatches, error}), ``tang`` ({device, luks,
     bound, servers}), ``firewall`` ({active, detail}), ``burn_in`` ({bf16_gemm_tflops,
     d2d_copy_GBps_rw} or {error}).
@@ -378,11 +558,17 @@ def evaluate(host, profile, lock=None, observed=None):
         raise AcceptanceError("host %s: the hardware profile must be a dict with at least gpu_count, got %r"
                               % (host, profile))
     observed = observed or {}
-    nvidia = observed.get("nvidia")
+    reboot_required = observed.get("reboot_required")
+    pending = bool(reboot_required)
+    nvidia = None if pending else observed.get("nvidia")
     stack = observed.get("stack")
-    checks = _gpu_checks(host, profile, nvidia)
+    checks = _gpu_checks(host, profile, nvidia, REBOOT_SKIP if pending else "GPU facts were not gathered")
     checks.insert(3, _driver_check(host, profile, lock, nvidia, stack))
     checks[4:4] = _stack_checks(host, profile, lock, stack)
+    checks.insert(0, _reboot_check(host, reboot_required))
+    checks.append(_fabric_manager_check(host, profile, observed.get("fabric_manager"), pending))
+    checks.append(_cuda_context_check(host, profile, observed.get("cuda"), pending))
+    checks.append(_acs_check(host, profile, observed.get("pcie_acs")))
     checks.append(_mismatch_check(host, "topology", profile.get("topology"), observed.get("topology"),
                                   "GPU/NIC topology"))
     checks.append(_mismatch_check(host, "ib.ports", profile.get("ib"), observed.get("ib"), "InfiniBand port"))
@@ -412,13 +598,16 @@ def fleet_report(results, expected=None):
             if check["status"] == FAIL:
                 failures.append({"host": host, "check": check["check"], "detail": check["detail"]})
     failed_hosts = sorted(set(f["host"] for f in failures))
+    pending_hosts = [host for host in hosts if host not in failed_hosts
+                     and any(c["status"] == PENDING for c in results[host] or [])]
     gpu_less = [host for host in hosts
                 if any(c["check"] == "gpu.count" and c["status"] == PASS and c["detail"].startswith("no GPU present")
                        for c in results[host] or [])]
     return {
         "hosts": hosts,
-        "passed_hosts": [h for h in hosts if h not in failed_hosts],
+        "passed_hosts": [h for h in hosts if h not in failed_hosts and h not in pending_hosts],
         "failed_hosts": failed_hosts,
+        "pending_hosts": pending_hosts,
         "gpu_less_hosts": gpu_less,
         "counts": counts,
         "failures": failures,
@@ -432,21 +621,29 @@ def _cell(text):
 def host_markdown(host, checks):
     """One host's verify report as Markdown."""
     failed = [c for c in checks if c["status"] == FAIL]
+    pending = [c for c in checks if c["status"] == PENDING]
+    verdict = "FAILED" if failed else "PENDING REBOOT" if pending else "ACCEPTED"
     lines = ["# Node acceptance: %s" % host, "",
-             "**%s** - %d checks, %d failed." % ("FAILED" if failed else "ACCEPTED", len(checks), len(failed)), "",
+             "**%s** - %d checks, %d failed%s." % (verdict, len(checks), len(failed),
+                                                  ", %d pending" % len(pending) if pending else ""), "",
              "| Check | Status | Detail |", "| --- | --- | --- |"]
     for check in checks:
-        lines.append("| %s | %s | %s |" % (check["check"], check["status"].upper() if check["status"] == FAIL
+        lines.append("| %s | %s | %s |" % (check["check"], check["status"].upper() if check["status"] in (FAIL, PENDING)
                                            else check["status"], _cell(check["detail"])))
     return "\n".join(lines) + "\n"
 
 
 def fleet_markdown(report):
     """The fleet table: totals, then every failed check by host."""
+    pending = report.get("pending_hosts") or []
     lines = ["# Fleet acceptance", "",
-             "%d host(s): %d accepted, %d failed. Checks: %s." % (
-                 len(report["hosts"]), len(report["passed_hosts"]), len(report["failed_hosts"]),
-                 ", ".join("%d %s" % (report["counts"][s], s) for s in STATUSES))]
+             "%d host(s): %d accepted, %s%d failed. Checks: %s." % (
+                 len(report["hosts"]), len(report["passed_hosts"]),
+                 "%d pending a reboot, " % len(pending) if pending else "", len(report["failed_hosts"]),
+                 ", ".join("%d %s" % (report["counts"].get(s, 0), s) for s in STATUSES))]
+    if pending:
+        lines += ["", "Reboot pending on %s: a new driver waits for a reboot, so their GPU checks were skipped; "
+                  "they are neither accepted nor failed. Reboot them, then verify again." % ", ".join(pending)]
     if report["gpu_less_hosts"]:
         lines += ["", "No GPU present on %s: their profile expects none (a GPU-less lab), so the GPU, driver "
                   "and topology checks there prove nothing about GPUs." % ", ".join(report["gpu_less_hosts"])]

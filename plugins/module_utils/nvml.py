@@ -12,6 +12,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import ctypes
 import os
 
 from ansible_collections.gpucloud.fleet.plugins.module_utils.smi_xml import (
@@ -42,6 +43,10 @@ ARCHITECTURES = {
     9: "Hopper",
     10: "Blackwell",
 }
+# NVML_GPU_FABRIC_STATE_*: 0 (NOT_SUPPORTED) means no fabric here, a null state.
+FABRIC_STATES = {1: "Not Started", 2: "In Progress", 3: "Completed"}
+# nvmlClocksEventReasonGpuIdle (nvmlClocksThrottleReasonGpuIdle before driver 530).
+CLOCKS_EVENT_GPU_IDLE = 0x1
 COMPUTE_MODES = {0: "Default", 1: "Exclusive_Thread", 2: "Prohibited", 3: "Exclusive_Process"}
 
 # nvidia-smi exit codes (nvidia-smi(1), RETURN VALUE).
@@ -219,6 +224,36 @@ def _cpu_affinity(call, handle, cpu_count):
     return format_cpulist(mask_bits(call("nvmlDeviceGetCpuAffinity", handle, words)))
 
 
+def _fabric(call, handle):
+    """Fabric Manager's registration of the GPU on an NVSwitch system: {state, status}.
+
+    Both calls fill a struct passed by reference; GpuFabricInfoV (driver >= 550) first, the
+    deprecated GpuFabricInfo otherwise. A GPU or driver without a fabric answers
+    NotSupported (or state NOT_SUPPORTED): both values are null then, as nvidia-smi's N/A.
+    """
+    for function, struct_name in (("nvmlDeviceGetGpuFabricInfoV", "c_nvmlGpuFabricInfoV_t"),
+                                  ("nvmlDeviceGetGpuFabricInfo", "c_nvmlGpuFabricInfo_t")):
+        struct = call.constant(struct_name, None)
+        if struct is None:
+            continue
+        info = struct()
+        if call(function, handle, ctypes.byref(info)) is None:
+            continue
+        state = FABRIC_STATES.get(int(info.state))
+        if state is None:
+            break
+        status = int(info.status)
+        return {"state": state, "status": "Success" if status == 0 else "NVML error %d" % status}
+    return {"state": None, "status": None}
+
+
+def _idle(call, handle):
+    reasons = call("nvmlDeviceGetCurrentClocksEventReasons", handle)
+    if reasons is None:
+        reasons = call("nvmlDeviceGetCurrentClocksThrottleReasons", handle)
+    return None if reasons is None else bool(int(reasons) & CLOCKS_EVENT_GPU_IDLE)
+
+
 def collect_device(pynvml, index, cpu_count):
     """One GPU's facts read through NVML."""
     call = _Reader(pynvml, "GPU %d" % index)
@@ -275,6 +310,7 @@ def collect_device(pynvml, index, cpu_count):
         pcie={
             "gen": call("nvmlDeviceGetCurrPcieLinkGeneration", handle),
             "gen_max": call("nvmlDeviceGetMaxPcieLinkGeneration", handle),
+            "gen_device_max": call("nvmlDeviceGetGpuMaxPcieLinkGeneration", handle),
             "width": call("nvmlDeviceGetCurrPcieLinkWidth", handle),
             "width_max": call("nvmlDeviceGetMaxPcieLinkWidth", handle),
         },
@@ -282,6 +318,8 @@ def collect_device(pynvml, index, cpu_count):
         numa_node=_numa_node(call, handle),
         gpu_numa_id=gpu_numa_id if gpu_numa_id is not None and gpu_numa_id >= 0 else None,
         cpu_affinity=_cpu_affinity(call, handle, cpu_count),
+        idle=_idle(call, handle),
+        fabric=_fabric(call, handle),
     )
 
 

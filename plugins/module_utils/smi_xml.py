@@ -33,6 +33,8 @@ TRUE_WORDS = frozenset(("enabled", "yes", "active", "on"))
 FALSE_WORDS = frozenset(("disabled", "no", "not active", "off"))
 NUMBER = re.compile(r"^\s*(-?\d+(?:\.\d+)?)")
 Q_KEY_VALUE = re.compile(r"^(\S.*?)\s+:(?:\s(.*))?$")
+# The header row of the plain `nvidia-smi` table: "| NVIDIA-SMI 580.159.04   Driver Version: ...".
+SMI_TABLE = re.compile(r"^\s*\|\s*NVIDIA-SMI\s+\S+.*Driver Version:", re.MULTILINE)
 Q_GPU_SECTION = re.compile(r"^GPU\s+([0-9A-Fa-f]+:[0-9A-Fa-f]+:[0-9A-Fa-f]+\.[0-9A-Fa-f]+)\s*$")
 
 # Where each fact lives: (paths in the XML, paths in the -q text), tried in
@@ -96,6 +98,11 @@ FIELDS = {
     "clock_memory_max": (["max_clocks/mem_clock"], ["Max Clocks/Memory"]),
     "pcie_gen": (["pci/pci_gpu_link_info/pcie_gen/current_link_gen"], ["PCI/GPU Link Info/PCIe Generation/Current"]),
     "pcie_gen_max": (["pci/pci_gpu_link_info/pcie_gen/max_link_gen"], ["PCI/GPU Link Info/PCIe Generation/Max"]),
+    # What the GPU itself supports; "Max" above is capped by the host's root port or switch.
+    "pcie_gen_device_max": (
+        ["pci/pci_gpu_link_info/pcie_gen/max_device_link_gen"],
+        ["PCI/GPU Link Info/PCIe Generation/Device Max"],
+    ),
     "pcie_width": (
         ["pci/pci_gpu_link_info/link_widths/current_link_width"],
         ["PCI/GPU Link Info/Link Width/Current"],
@@ -104,6 +111,14 @@ FIELDS = {
         ["pci/pci_gpu_link_info/link_widths/max_link_width"],
         ["PCI/GPU Link Info/Link Width/Max"],
     ),
+    # The clocks are low because nothing runs ("throttle" until driver 530, "event" since).
+    "idle": (
+        ["clocks_event_reasons/clocks_event_reason_gpu_idle", "clocks_throttle_reasons/clocks_throttle_reason_gpu_idle"],
+        ["Clocks Event Reasons/Idle", "Clocks Throttle Reasons/Idle"],
+    ),
+    # NVSwitch systems: the GPU's registration with Fabric Manager (N/A elsewhere).
+    "fabric_state": (["fabric/state"], ["Fabric/State"]),
+    "fabric_status": (["fabric/status"], ["Fabric/Status"]),
 }
 
 # Uncorrected ECC error counters: the per-memory layout changed with Ampere
@@ -191,7 +206,7 @@ def gpu_record(index, name=None, uuid=None, serial=None, pci_bus_id=None, archit
                compute_capability=None, memory_total_mib=None, memory_used_mib=None,
                persistence_mode=None, compute_mode=None, mig=None, ecc=None, remapped_rows=None,
                retired_pages=None, power=None, temperature_c=None, clocks_mhz=None, pcie=None,
-               vbios_version=None, numa_node=None, gpu_numa_id=None, cpu_affinity=None):
+               vbios_version=None, numa_node=None, gpu_numa_id=None, cpu_affinity=None, idle=None, fabric=None):
     """One GPU's facts, the same keys whichever source answered."""
     return {
         "index": index,
@@ -212,7 +227,9 @@ def gpu_record(index, name=None, uuid=None, serial=None, pci_bus_id=None, archit
         "power": power or {"draw_w": None, "limit_w": None, "default_limit_w": None, "enforced_limit_w": None},
         "temperature_c": temperature_c,
         "clocks_mhz": clocks_mhz or {"sm": None, "sm_max": None, "memory": None, "memory_max": None},
-        "pcie": pcie or {"gen": None, "gen_max": None, "width": None, "width_max": None},
+        "pcie": pcie or {"gen": None, "gen_max": None, "gen_device_max": None, "width": None, "width_max": None},
+        "idle": idle,
+        "fabric": fabric or {"state": None, "status": None},
         "vbios_version": vbios_version,
         "numa_node": numa_node,
         "gpu_numa_id": gpu_numa_id,
@@ -309,10 +326,13 @@ def _gpu_from(kind, node, index, bus_id_hint=None):
         pcie={
             "gen": to_number(get("pcie_gen")),
             "gen_max": to_number(get("pcie_gen_max")),
+            "gen_device_max": to_number(get("pcie_gen_device_max")),
             "width": to_number(get("pcie_width")),
             "width_max": to_number(get("pcie_width_max")),
         },
         vbios_version=get("vbios_version"),
+        idle=to_state(get("idle")),
+        fabric={"state": get("fabric_state"), "status": get("fabric_status")},
     )
 
 
@@ -397,7 +417,18 @@ def parse_smi_q(text):
         text = text.decode("utf-8", "replace")
     if not isinstance(text, str) or "Driver Version" not in text:
         raise ValueError("not nvidia-smi -q output (no \"Driver Version\" line)")
+    if SMI_TABLE.search(text):
+        # The plain `nvidia-smi` table names the driver too, but no GPU section: read as -q it
+        # would say "driver loaded, 0 GPUs" about a host with eight.
+        raise ValueError("this is the plain nvidia-smi table, not nvidia-smi -q output: capture "
+                         "`nvidia-smi -q -x` (or `nvidia-smi -q`)")
     root, sections = _text_tree(text)
+    attached = to_number(_lookup(TEXT, root, "Attached GPUs"))
+    if attached is None:
+        raise ValueError("not nvidia-smi -q output (no \"Attached GPUs\" line)")
+    if attached != len(sections):
+        raise ValueError("nvidia-smi -q output says %d attached GPU(s) but holds %d GPU section(s): "
+                         "truncated or filtered capture" % (attached, len(sections)))
     gpus = [_gpu_from(TEXT, node, index, bus_id) for index, (bus_id, node) in enumerate(sections)]
     return {
         "driver_version": available(_lookup(TEXT, root, "Driver Version")),

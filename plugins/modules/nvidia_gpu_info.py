@@ -198,7 +198,11 @@ gpus:
       description: Current and maximum SM and memory clocks, V(sm), V(sm_max), V(memory), V(memory_max).
       type: dict
     pcie:
-      description: PCIe link V(gen), V(gen_max), V(width) and V(width_max).
+      description:
+        - PCIe link V(gen), V(gen_max), V(gen_device_max), V(width) and V(width_max).
+        - V(gen_max) is the highest generation this GPU and system allow; V(gen_device_max) what the GPU
+          itself supports, so a lower V(gen_max) means the slot, switch or BIOS caps the link.
+        - NVIDIA lowers the current generation and width of an idle GPU to save power.
       type: dict
     vbios_version:
       description: VBIOS version.
@@ -213,6 +217,18 @@ gpus:
       description: CPUs nearest to the GPU, in kernel list format.
       type: str
       sample: "0-15"
+    idle:
+      description:
+        - Whether the GPU's clocks are low because nothing runs on it (clocks event reason GpuIdle);
+          null when not reported.
+      type: bool
+    fabric:
+      description:
+        - NVSwitch systems only, the GPU's registration with Fabric Manager, V(state) (V(Completed),
+          V(In Progress) or V(Not Started)) and V(status) (V(Success) or the error).
+        - Both null where there is no fabric (NVML NotSupported, nvidia-smi N/A).
+      type: dict
+      sample: {state: Completed, status: Success}
 """
 
 import traceback

@@ -297,3 +297,158 @@ def test_site_summary_rows_skips_and_gpu_less_sentence():
     assert "Stages skipped by site_stages: cuda_toolkit (no CUDA repository in the lab)." in text
     assert "No GPU present on lab-gpu-1" in text
     assert "Not rolled out: lab-gpu-2." in text
+
+
+NVSWITCH = dict(PROFILE, name="h100_capture", gpu_model="H100 80GB HBM3", gpu_count=8, gpu_memory_mib_min=80000,
+                topology={}, burn_in={}, nvswitch=True, pcie_acs=False)
+
+
+def h100_observed():
+    """The public 8 x H100 SXM capture (Fabric Completed/Success, Gen5 x16 at idle) on an NVSwitch profile."""
+    return {
+        "reboot_required": False,
+        "nvidia": facts_from_capture(fixture_text("public", "smi_q", "h100-sxm-8gpu-565-thamada.txt")),
+        "fabric_manager": {"state": "active"},
+        "cuda": acceptance.parse_cuda_context(json.dumps({"error": None, "devices": [
+            {"index": i, "error": None} for i in range(8)]})),
+    }
+
+
+def nvswitch_failures(observed):
+    return [(c["check"], c["detail"]) for c in failed(acceptance.evaluate(HOST, NVSWITCH, {}, observed))]
+
+
+def test_healthy_h100_nvswitch_capture_passes_fabric_link_and_cuda():
+    named = by_name(acceptance.evaluate(HOST, NVSWITCH, {}, h100_observed()))
+    assert failed(named.values()) == []
+    assert named["gpu.fabric"]["detail"] == "every GPU's fabric state is Completed, status Success"
+    assert named["gpu.pcie_link"]["status"] == "pass"
+    assert named["fabric.manager"]["status"] == "pass"
+    assert named["cuda.context"]["detail"] == "a CUDA context was created on each of 8 GPU(s)"
+
+
+def test_injected_fabric_state_not_completed_fails():
+    observed = h100_observed()
+    observed["nvidia"]["gpus"][3]["fabric"] = {"state": "In Progress", "status": None}
+    assert nvswitch_failures(observed) == [("gpu.fabric", "GPU3 fabric state In Progress, status None (expected "
+                                            "Completed/Success: is nvidia-fabricmanager running at the driver's "
+                                            "exact version?)")]
+
+
+def test_fabric_manager_inactive_fails():
+    observed = h100_observed()
+    observed["fabric_manager"] = {"state": "inactive"}
+    assert [c for c, _ in nvswitch_failures(observed)] == ["fabric.manager"]
+
+
+def test_injected_pcie_width_degraded_fails_and_idle_generation_does_not():
+    observed = h100_observed()
+    observed["nvidia"]["gpus"][5]["pcie"]["width"] = 8
+    observed["nvidia"]["gpus"][2]["pcie"]["gen"] = 1
+    checks = by_name(acceptance.evaluate(HOST, NVSWITCH, {}, observed))
+    assert [c["check"] for c in failed(checks.values())] == ["gpu.pcie_link"]
+    assert checks["gpu.pcie_link"]["detail"] == (
+        "GPU5 runs at x8 of x16 (not judged, the GPU is idle or does not say: GPU2 Gen1 of Gen5)")
+
+
+def test_busy_gpu_below_its_generation_and_a_capped_slot_fail():
+    observed = h100_observed()
+    observed["nvidia"]["gpus"][1].update(idle=False)
+    observed["nvidia"]["gpus"][1]["pcie"]["gen"] = 3
+    observed["nvidia"]["gpus"][6]["pcie"].update(gen=4, gen_max=4)
+    detail = dict(nvswitch_failures(observed))["gpu.pcie_link"]
+    assert detail == ("GPU1 runs at Gen3 of Gen5 while busy; GPU6 the system caps the link at Gen4, "
+                      "the GPU supports Gen5")
+
+
+def test_non_nvswitch_profile_skips_fabric_link_cuda_and_acs_checks():
+    named = by_name(acceptance.evaluate(HOST, PROFILE, LOCK, h200_observed()))
+    assert [named[n]["status"] for n in ("gpu.fabric", "gpu.pcie_link", "fabric.manager", "cuda.context",
+                                         "pcie.acs")] == ["n/a"] * 5
+
+
+CUDA_802 = json.dumps({"error": None, "devices": [
+    {"index": 0, "error": None},
+    {"index": 1, "error": "CUDA_ERROR_SYSTEM_NOT_READY (802): system not yet initialized"}]})
+
+
+@pytest.mark.parametrize("text, expected", [
+    (json.dumps({"error": None, "devices": [{"index": 0, "error": None}, {"index": 1, "error": None}]}),
+     {"error": None, "devices": [{"index": 0, "ok": True, "error": None}, {"index": 1, "ok": True, "error": None}]}),
+    (CUDA_802, {"error": None, "devices": [
+        {"index": 0, "ok": True, "error": None},
+        {"index": 1, "ok": False, "error": "CUDA_ERROR_SYSTEM_NOT_READY (802): system not yet initialized"}]}),
+    (json.dumps({"error": "libcuda.so.1 not found: libcuda.so.1: cannot open shared object file", "devices": []}),
+     {"error": "libcuda.so.1 not found: libcuda.so.1: cannot open shared object file", "devices": []}),
+])
+def test_parse_cuda_context(text, expected):
+    assert acceptance.parse_cuda_context(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "Traceback (most recent call last):", "[]", '{"devices": [{"error": null}]}'])
+def test_parse_cuda_context_refuses_other_output(text):
+    with pytest.raises(acceptance.AcceptanceError):
+        acceptance.parse_cuda_context(text)
+
+
+def test_cuda_error_802_and_missing_libcuda_fail():
+    observed = h100_observed()
+    observed["cuda"] = acceptance.parse_cuda_context(CUDA_802)
+    detail = dict(nvswitch_failures(observed))["cuda.context"]
+    assert detail == ("GPU1: CUDA_ERROR_SYSTEM_NOT_READY (802): system not yet initialized; "
+                      "CUDA sees 2 device(s), profile expects 8")
+    observed["cuda"] = acceptance.parse_cuda_context(json.dumps({"error": "libcuda.so.1 not found", "devices": []}))
+    assert dict(nvswitch_failures(observed))["cuda.context"] == "CUDA did not start: libcuda.so.1 not found"
+
+
+@pytest.mark.parametrize("wanted, name, ok", [
+    ("H20", "NVIDIA H200", False),
+    ("H200", "NVIDIA H20", False),
+    ("H20", "NVIDIA H20", True),
+    ("H100", "NVIDIA H100 80GB HBM3", True),
+    ("H100 80GB HBM3", "NVIDIA H100 80GB HBM3", True),
+    ("H100 80GB HBM3", "NVIDIA H100", False),
+    ("H100 80GB HBM3", "NVIDIA H100 PCIe", False),
+    ("h200", "NVIDIA  H200", True),
+    ("A100-SXM4-40GB", "NVIDIA A100-SXM4-40GB", True),
+    ("A100-SXM4-40GB", "NVIDIA A100-SXM4-80GB", False),
+    ("A100 80GB PCIe", "NVIDIA A100 80GB PCIe", True),
+    ("A100", "NVIDIA A100-SXM4-80GB", True),
+])
+def test_gpu_model_matches_whole_words(wanted, name, ok):
+    assert acceptance.model_matches(wanted, name) is ok
+
+
+def test_h20_profile_refuses_the_h200_capture():
+    checks = by_name(acceptance.evaluate(HOST, dict(PROFILE, gpu_model="H20"), LOCK, h200_observed()))
+    assert checks["gpu.model"]["status"] == "fail"
+    assert checks["gpu.model"]["detail"] == "GPU0 is NVIDIA H200, expected H20"
+
+
+def test_reboot_pending_skips_gpu_checks_and_is_neither_pass_nor_failure():
+    observed = h200_observed()
+    observed["reboot_required"] = True
+    # Installed, not loaded: the package listing still answers for the driver.
+    observed["stack"]["driver"] = "580.159.04-0ubuntu1"
+    checks = acceptance.evaluate(HOST, NVSWITCH, LOCK, observed)
+    assert failed(checks) == []
+    named = by_name(checks)
+    assert named["reboot"]["status"] == "pending"
+    assert named["reboot"]["ok"] is True
+    assert named["reboot"]["detail"].startswith("reboot required: GPU checks skipped")
+    for name in ("gpu.count", "gpu.model", "gpu.ecc_errors", "gpu.fabric", "gpu.pcie_link", "fabric.manager",
+                 "cuda.context"):
+        assert named[name]["status"] == "skipped", name
+        assert named[name]["detail"] == "reboot required: GPU checks skipped"
+    report = acceptance.fleet_report({HOST: checks, "ok-host": acceptance.evaluate(
+        "ok-host", PROFILE, LOCK, dict(h200_observed(), reboot_required=False))})
+    assert report["pending_hosts"] == [HOST]
+    assert report["passed_hosts"] == ["ok-host"]
+    assert report["failed_hosts"] == []
+    assert report["counts"]["pending"] == 1
+    fleet = acceptance.fleet_markdown(report)
+    assert "2 host(s): 1 accepted, 1 pending a reboot, 0 failed" in fleet
+    assert "Reboot pending on %s" % HOST in fleet
+    host = acceptance.host_markdown(HOST, checks)
+    assert "**PENDING REBOOT**" in host
+    assert "| reboot | PENDING | reboot required: GPU checks skipped" in host

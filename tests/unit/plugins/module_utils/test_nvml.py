@@ -6,6 +6,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import ctypes
+
 import pytest
 
 from ansible_collections.gpucloud.fleet.plugins.module_utils.nvml import (
@@ -94,12 +96,16 @@ def test_h200_through_nvml_with_its_real_answers():
         "power": {"draw_w": 77.079, "limit_w": 700.0, "default_limit_w": 700.0, "enforced_limit_w": 700.0},
         "temperature_c": 31,
         "clocks_mhz": {"sm": 345, "sm_max": 1980, "memory": 3201, "memory_max": 3201},
-        "pcie": {"gen": 5, "gen_max": 5, "width": 16, "width_max": 16},
+        "pcie": {"gen": 5, "gen_max": 5, "gen_device_max": 5, "width": 16, "width_max": 16},
         "vbios_version": "96.00.A5.00.1A",
         "numa_node": 0,
         # NumaNodeId: NVMLError_NotSupported on the real host.
         "gpu_numa_id": None,
         "cpu_affinity": "0-15",
+        # CurrentClocksEventReasons 0x1 (GpuIdle) on the real host.
+        "idle": True,
+        # This pynvml stand-in has no fabric info struct: as a pynvml older than the call.
+        "fabric": {"state": None, "status": None},
     }]
 
 
@@ -376,3 +382,41 @@ def test_gather_rejects_unknown_source():
 def test_facts_from_a_captured_text():
     facts = facts_from_capture(fixture_text("public", "smi_q", "h100-sxm-8gpu-565-thamada.txt"))
     assert (facts["source"], facts["driver_loaded"], facts["gpu_count"]) == ("nvidia-smi", True, 8)
+
+
+class FabricInfo(ctypes.Structure):
+    """The fields of pynvml's c_nvmlGpuFabricInfoV_t that the code reads."""
+
+    _fields_ = [("status", ctypes.c_uint), ("state", ctypes.c_uint)]
+
+
+def _fabric_answer(state, status=0):
+    def fill(reference):
+        reference._obj.state = state
+        reference._obj.status = status
+        return 0
+    return fill
+
+
+@pytest.mark.parametrize("answer, expected", [
+    (_fabric_answer(3), {"state": "Completed", "status": "Success"}),
+    (_fabric_answer(2), {"state": "In Progress", "status": "Success"}),
+    (_fabric_answer(1), {"state": "Not Started", "status": "Success"}),
+    (_fabric_answer(3, 999), {"state": "Completed", "status": "NVML error 999"}),
+    # NVML_GPU_FABRIC_STATE_NOT_SUPPORTED and NVMLError_NotSupported: no fabric, null.
+    (_fabric_answer(0), {"state": None, "status": None}),
+    ({"error": "NVMLError_NotSupported"}, {"state": None, "status": None}),
+])
+def test_fabric_info_through_nvml(answer, expected):
+    extra = h200_extra()
+    extra[(0, "GpuFabricInfoV")] = answer
+    nvml = FakeNvml(h200_dump(), extra=extra)
+    nvml.c_nvmlGpuFabricInfoV_t = FabricInfo
+    assert collect_nvml(nvml, cpu_count=16)["gpus"][0]["fabric"] == expected
+
+
+def test_idle_from_the_throttle_reasons_of_older_drivers():
+    extra = h200_extra()
+    extra[(0, "CurrentClocksEventReasons")] = {"error": "NVMLError_FunctionNotFound"}
+    extra[(0, "CurrentClocksThrottleReasons")] = {"ok": 0x4}
+    assert collect_nvml(FakeNvml(h200_dump(), extra=extra), cpu_count=16)["gpus"][0]["idle"] is False

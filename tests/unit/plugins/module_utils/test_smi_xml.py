@@ -63,11 +63,14 @@ def test_h200_v13_every_field():
             "power": {"draw_w": 77.64, "limit_w": 700.0, "default_limit_w": 700.0, "enforced_limit_w": 700.0},
             "temperature_c": 32,
             "clocks_mhz": {"sm": 375, "sm_max": 1980, "memory": 3201, "memory_max": 3201},
-            "pcie": {"gen": 5, "gen_max": 5, "width": 16, "width_max": 16},
+            "pcie": {"gen": 5, "gen_max": 5, "gen_device_max": 5, "width": 16, "width_max": 16},
             "vbios_version": "96.00.A5.00.1A",
             "numa_node": None,
             "gpu_numa_id": None,
             "cpu_affinity": None,
+            # Idle at Gen5 x16; one GPU in a VM, so no NVSwitch fabric (N/A).
+            "idle": True,
+            "fabric": {"state": None, "status": None},
         }],
     }
 
@@ -90,7 +93,7 @@ def test_a100_v11_mig_enabled_reindented():
     assert gpu["power"] == {"draw_w": 66.92, "limit_w": 400.0, "default_limit_w": 400.0, "enforced_limit_w": 400.0}
     assert (gpu["memory_total_mib"], gpu["memory_used_mib"], gpu["temperature_c"]) == (40960, 38, 36)
     assert gpu["clocks_mhz"] == {"sm": 1410, "sm_max": 1410, "memory": 1215, "memory_max": 1215}
-    assert gpu["pcie"] == {"gen": 4, "gen_max": 4, "width": 16, "width_max": 16}
+    assert gpu["pcie"] == {"gen": 4, "gen_max": 4, "gen_device_max": None, "width": 16, "width_max": 16}
     assert gpu["vbios_version"] == "92.00.45.00.03"
 
 
@@ -108,7 +111,7 @@ def test_gt1030_v11_consumer_card_without_ecc_serial_or_power_draw():
     assert gpu["power"] == {"draw_w": None, "limit_w": 30.0, "default_limit_w": 30.0, "enforced_limit_w": 30.0}
     assert (gpu["memory_total_mib"], gpu["memory_used_mib"]) == (1998, 875)
     assert gpu["clocks_mhz"] == {"sm": 1265, "sm_max": 1949, "memory": 3003, "memory_max": 3004}
-    assert gpu["pcie"] == {"gen": 3, "gen_max": 3, "width": 4, "width_max": 4}
+    assert gpu["pcie"] == {"gen": 3, "gen_max": 3, "gen_device_max": None, "width": 4, "width_max": 4}
 
 
 def test_quadro_p2000_v12_downtrained_link():
@@ -117,7 +120,7 @@ def test_quadro_p2000_v12_downtrained_link():
     assert gpu["architecture"] == "Pascal"
     assert gpu["serial"] == "0322218049033"
     assert gpu["persistence_mode"] is True
-    assert gpu["pcie"] == {"gen": 1, "gen_max": 3, "width": 8, "width_max": 16}
+    assert gpu["pcie"] == {"gen": 1, "gen_max": 3, "gen_device_max": 3, "width": 8, "width_max": 16}
     assert gpu["power"] == {"draw_w": 4.61, "limit_w": 75.0, "default_limit_w": 75.0, "enforced_limit_w": 75.0}
     assert gpu["temperature_c"] == 34
 
@@ -180,7 +183,7 @@ def test_l4_text():
     gpu = facts["gpus"][0]
     assert (facts["driver_version"], facts["cuda_driver_version"]) == ("550.90.07", "12.4")
     assert (gpu["name"], gpu["architecture"], gpu["serial"]) == ("NVIDIA L4", "Ada Lovelace", "1653723016068")
-    assert gpu["pcie"] == {"gen": 1, "gen_max": 4, "width": 8, "width_max": 16}
+    assert gpu["pcie"] == {"gen": 1, "gen_max": 4, "gen_device_max": 4, "width": 8, "width_max": 16}
     assert gpu["power"]["limit_w"] == 72.0
 
 
@@ -270,3 +273,43 @@ def test_compute_cap_csv():
     assert parse_compute_cap_csv("0, 9.0\n1, 9.0\n") == {0: "9.0", 1: "9.0"}
     assert parse_compute_cap_csv("0, [N/A]\n") == {}
     assert parse_compute_cap_csv('Field "compute_cap" is not a valid field to query.\n') == {}
+
+
+def test_plain_nvidia_smi_table_is_refused():
+    # It names the driver, so it used to read as "driver loaded, 0 GPUs" on a host with one.
+    with pytest.raises(ValueError, match="plain nvidia-smi table"):
+        parse_smi_q(fixture_text("h200-ubuntu2404-driver580", "nvidia-smi.txt"))
+    with pytest.raises(ValueError, match="plain nvidia-smi table"):
+        parse_smi_output(fixture_text("h200-ubuntu2404-driver580", "nvidia-smi.txt"))
+
+
+def test_truncated_text_is_refused():
+    text = fixture_text(*H100_Q)
+    cut = text[:text.index("GPU 00000000", text.index("GPU 00000000") + 1)]
+    with pytest.raises(ValueError, match="says 8 attached GPU.s. but holds 1 GPU section"):
+        parse_smi_q(cut)
+    with pytest.raises(ValueError, match="no \"Attached GPUs\" line"):
+        parse_smi_q(text.replace("Attached GPUs", "Attached"))
+
+
+def test_h100_nvswitch_text_fabric_and_link():
+    facts = parse_smi_q(fixture_text(*H100_Q))
+    assert [gpu["fabric"] for gpu in facts["gpus"]] == [{"state": "Completed", "status": "Success"}] * 8
+    # Idle, and still Gen5 x16 on this HGX board.
+    assert [(gpu["idle"], gpu["pcie"]) for gpu in facts["gpus"]] == [
+        (True, {"gen": 5, "gen_max": 5, "gen_device_max": 5, "width": 16, "width_max": 16})] * 8
+
+
+def test_fabric_state_in_progress_xml():
+    text = fixture_text(*H200_XML).replace(
+        "<fabric>\n\t\t\t<state>N/A</state>\n\t\t\t<status>N/A</status>",
+        "<fabric>\n\t\t\t<state>In Progress</state>\n\t\t\t<status>N/A</status>")
+    assert parse_smi_xml(text)["gpus"][0]["fabric"] == {"state": "In Progress", "status": None}
+
+
+def test_idle_pcie_cards_narrow_their_link():
+    # Why gpu.pcie_link judges the current width only on profiles that ask for it: an idle L4
+    # reports Gen1 x8 of Gen4 x16.
+    gpu = parse_smi_q(fixture_text(*L4_Q))["gpus"][0]
+    assert gpu["idle"] is True
+    assert gpu["pcie"] == {"gen": 1, "gen_max": 4, "gen_device_max": 4, "width": 8, "width_max": 16}

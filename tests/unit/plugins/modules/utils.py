@@ -230,8 +230,11 @@ def h200_extra():
     RetiredPagesPendingStatus: not captured; page retirement is Not Supported
     on that GPU (RetiredPages), so its pending status is taken as Not
     Supported too.
+    GpuMaxPcieLinkGeneration: not captured; 5, the ``max_device_link_gen`` of
+    the same host's ``nvidia-smi -q -x``.
     """
     return {
+        (0, "GpuMaxPcieLinkGeneration"): {"ok": 5},
         (0, "CpuAffinity"): lambda words: [0xFFFF] + [0] * (words - 1),
         (0, "MemoryAffinity"): lambda words, scope: [1] + [0] * (words - 1),
         (0, "RetiredPagesPendingStatus"): {"error": "NVMLError_NotSupported"},
