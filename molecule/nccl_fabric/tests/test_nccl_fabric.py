@@ -103,7 +103,7 @@ def test_nccl_conf_rendered_from_the_captured_topology(host):
     assert settings == {
         "NCCL_DEBUG": "WARN",
         "NCCL_SOCKET_IFNAME": "=ib0",
-        "NCCL_IB_HCA": ",".join("mlx5_%d:1" % i for i in range(8)),
+        "NCCL_IB_HCA": "=" + ",".join("mlx5_%d:1" % i for i in range(8)),
         "NCCL_IB_GID_INDEX": "3",
     }
 

@@ -1,0 +1,138 @@
+# Copyright (c) 2026, gpucloud.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""The roles' tasks/validate.yml refuse hostile values before any change (issue 15).
+
+One ansible-playbook run on localhost (connection local, nothing changes: validate.yml only
+reads variables) applies every case as its own play and records which task refused it.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+COLLECTIONS = os.path.join(ROOT, ".cache", "collections")
+
+FLOATS = "Refuse version variables that YAML read as floats"
+TIMEOUTS = "Require positive timeouts"
+NCCL_SETTINGS = "Assert the settings fit together"
+
+# (case id, role, variables, task expected to refuse it or None, words its message holds)
+CASES = [
+    ("driver-version-float", "nvidia_driver", {"nvidia_driver_version": 570.10}, FLOATS,
+     ["nvidia_driver_version", "quote"]),
+    ("driver-branch-float", "nvidia_driver", {"nvidia_driver_branch": 580.0}, FLOATS, ["nvidia_driver_branch"]),
+    ("driver-version-quoted", "nvidia_driver", {"nvidia_driver_version": "570.10"}, None, []),
+    ("driver-branch-int", "nvidia_driver", {"nvidia_driver_branch": 580}, None, []),
+    ("driver-reboot-timeout-0", "nvidia_driver", {"nvidia_driver_branch": "580", "nvidia_driver_reboot_timeout": 0},
+     TIMEOUTS, ["nvidia_driver_reboot_timeout"]),
+    ("driver-reboot-timeout-negative", "nvidia_driver",
+     {"nvidia_driver_branch": "580", "nvidia_driver_reboot_timeout": -5}, TIMEOUTS, ["nvidia_driver_reboot_timeout"]),
+    ("cuda-versions-float", "cuda_toolkit", {"cuda_toolkit_versions": ["12.4", 12.10]}, FLOATS,
+     ["cuda_toolkit_versions", "12.10 becomes 12.1"]),
+    ("cudnn-version-float", "cuda_toolkit", {"cuda_toolkit_versions": ["12.4"], "cuda_toolkit_cudnn_version": 9.1},
+     FLOATS, ["cuda_toolkit_cudnn_version"]),
+    ("cuda-driver-version-float", "cuda_toolkit",
+     {"cuda_toolkit_versions": ["12.4"], "cuda_toolkit_driver_version": 570.10}, FLOATS, ["cuda_toolkit_driver_version"]),
+    ("cuda-quoted", "cuda_toolkit", {"cuda_toolkit_versions": ["12.10"], "cuda_toolkit_driver_version": "570.10"},
+     None, []),
+    ("host-prep-reboot-timeout-0", "host_prep", {"host_prep_reboot_timeout": 0}, TIMEOUTS, ["host_prep_reboot_timeout"]),
+    ("host-prep-bmc-timeout-negative", "host_prep", {"host_prep_bmc_timeout": -1}, TIMEOUTS, ["host_prep_bmc_timeout"]),
+    ("host-prep-timeouts-ok", "host_prep", {"host_prep_reboot_timeout": "900"}, None, []),
+    ("nccl-reboot-timeout-0", "nccl_fabric", {"nccl_fabric_reboot_timeout": 0}, TIMEOUTS, ["nccl_fabric_reboot_timeout"]),
+    ("nccl-tests-timeout-negative", "nccl_fabric", {"nccl_fabric_nccl_tests_timeout": -1}, TIMEOUTS,
+     ["nccl_fabric_nccl_tests_timeout"]),
+    ("nccl-env-value-newline", "nccl_fabric",
+     {"nccl_fabric_nccl_extra_env": {"NCCL_DEBUG_SUBSYS": "INIT\nLD_PRELOAD=/tmp/x.so"}}, NCCL_SETTINGS,
+     ["nccl_fabric_nccl_extra_env", "NCCL_DEBUG_SUBSYS", "one-line"]),
+    ("nccl-env-value-cr-nul", "nccl_fabric",
+     {"nccl_fabric_nccl_extra_env": {"NCCL_A": "x\ry", "NCCL_B": "x\x00y"}}, NCCL_SETTINGS, ["NCCL_A", "NCCL_B"]),
+    ("nccl-env-name-newline", "nccl_fabric",
+     {"nccl_fabric_nccl_extra_env": {"NCCL_X\nLD_PRELOAD": "/tmp/x.so"}}, NCCL_SETTINGS,
+     ["nccl_fabric_nccl_extra_env", "in full"]),
+    ("nccl-env-name-equals", "nccl_fabric", {"nccl_fabric_nccl_extra_env": {"NCCL_X=1": "2"}}, NCCL_SETTINGS,
+     ["NCCL_X=1"]),
+    ("nccl-env-value-list", "nccl_fabric", {"nccl_fabric_nccl_extra_env": {"NCCL_X": ["a", "b"]}}, NCCL_SETTINGS,
+     ["NCCL_X"]),
+    ("nccl-env-ok", "nccl_fabric",
+     {"nccl_fabric_nccl_extra_env": {"NCCL_IB_TIMEOUT": 22, "NCCL_SOCKET_IFNAME": "=ib0"}}, None, []),
+]
+
+
+# validate.yml runs after main.yml has loaded the OS family's vars; load Debian's here.
+OS_VARS = {"nccl_fabric": os.path.join(ROOT, "roles", "nccl_fabric", "vars", "Debian.yml")}
+
+
+def _play(case_id, role, variables):
+    if role in OS_VARS:
+        with open(OS_VARS[role]) as handle:
+            variables = dict(yaml.safe_load(handle), **variables)
+    record = "{{ __cases | default({}) | combine({'%s': __outcome}) }}" % case_id
+    return {
+        "name": case_id,
+        "hosts": "localhost",
+        "connection": "local",
+        "gather_facts": False,
+        "vars": variables,
+        "tasks": [{
+            "name": "Validate",
+            "block": [
+                {"name": "Run validate.yml", "ansible.builtin.include_role": {
+                    "name": "gpucloud.fleet.%s" % role, "tasks_from": "validate"}},
+                {"name": "Record the pass", "ansible.builtin.set_fact": {"__cases": record},
+                 "vars": {"__outcome": {"task": None, "msg": ""}}},
+            ],
+            "rescue": [
+                {"name": "Record the refusal", "ansible.builtin.set_fact": {"__cases": record},
+                 "vars": {"__outcome": {
+                     "task": "{{ ansible_failed_task.name }}",
+                     "msg": "{{ ([ansible_failed_result.msg | default('')] + (ansible_failed_result.results | default([])"
+                            " | selectattr('failed', 'defined') | selectattr('failed') | map(attribute='msg') | list))"
+                            " | join(' ') }}"}}},
+            ],
+        }],
+    }
+
+
+@pytest.fixture(scope="module")
+def outcomes(tmp_path_factory):
+    work = tmp_path_factory.mktemp("validate")
+    result = work / "result.json"
+    plays = [{"name": "Gather the facts validate.yml reads", "hosts": "localhost", "connection": "local",
+              "gather_facts": True, "gather_subset": ["min"], "tasks": []}]
+    plays += [_play(case_id, role, variables) for case_id, role, variables, _task, _words in CASES]
+    plays.append({"name": "Write the outcomes", "hosts": "localhost", "connection": "local", "gather_facts": False,
+                  "tasks": [{"name": "Write", "ansible.builtin.copy": {
+                      "dest": str(result), "content": "{{ __cases | to_json }}", "mode": "0600"}}]})
+    playbook = work / "validate.yml"
+    playbook.write_text(yaml.safe_dump(plays, sort_keys=False))
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
+               ANSIBLE_PYTHON_INTERPRETER=sys.executable, ANSIBLE_LOCALHOST_WARNING="false",
+               ANSIBLE_INVENTORY_UNPARSED_WARNING="false")
+    run = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,",
+                          str(playbook)], cwd=str(work), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         universal_newlines=True, timeout=600, check=False)
+    assert run.returncode == 0 and result.exists(), run.stdout[-4000:]
+    return json.loads(result.read_text())
+
+
+@pytest.mark.parametrize("case_id,role,variables,task,words", CASES, ids=[case[0] for case in CASES])
+def test_validate_refuses_by_name(outcomes, case_id, role, variables, task, words):
+    outcome = outcomes[case_id]
+    if task is None:
+        # Later checks (the OS of this machine, say) may refuse the case; ours must not.
+        assert outcome["task"] not in (FLOATS, TIMEOUTS), outcome
+        assert "nccl_fabric_nccl_extra_env" not in outcome["msg"], outcome
+    else:
+        assert outcome["task"] == task, outcome
+        for word in words:
+            assert word in outcome["msg"], outcome
