@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The gpucloud.fleet lab: named fleets of systemd containers on one podman network.
+"""The gpucloud.fleet lab: named fleets of systemd containers and QEMU VMs.
 
 Every lab node is a Debian container booted with systemd as PID 1 from the local
 base images (scripts/build-images.sh), on its fleet's own podman network
@@ -8,6 +8,7 @@ and the main job (make lab-up) create their nodes through this one tool, so a la
 node is the same thing everywhere.
 
     lab.py create FLEET --node NAME=IMAGE [--node ...]     # IMAGE: debian12 | debian13
+    lab.py create FLEET --node gpu1=debian12,vm,nvme=1,nvme=1,forward=9100   # a QEMU VM
     lab.py create FLEET --spec nodes.json [--inventory FILE]
     lab.py list [FLEET]
     lab.py destroy FLEET | --all
@@ -28,6 +29,22 @@ network needed) or over SSH on the fleet network (`--transport ssh`: one round t
 task with pipelining and ControlPersist, as on real hosts, about twice as fast).
 A privileged node sees the host's loop devices as they were when it started, so
 create() first makes sure there is one free loop device per privileged node.
+
+VM nodes (`"kind": "vm"`, scripts/lab_vm.py) are for what a container cannot prove:
+their own kernel (nouveau, DKMS modules, modprobe), GRUB and reboots, udev, md,
+device-mapper (LUKS open) and NVMe disks. Spec keys: name, image (debian12), kind,
+groups, memory_mib (2048), cpus (2), nvme_disks (sizes in GiB: emulated NVMe disks),
+forward (guest TCP ports reachable on 127.0.0.1). The first VM builds the base disk
+(scripts/build-vm-image.sh, cached under GPUCLOUD_VM_DIR, default
+/var/tmp/gpucloud-lab/vm); each VM boots a qcow2 overlay of it through OVMF and its
+own GRUB, with user-mode networking (NATed by the host: it reaches the fleet's
+containers, the Debian mirror and the host's loopback at 10.0.2.2). Its state lives in
+GPUCLOUD_VMS_DIR/<fleet>/<name>/ (default /var/tmp/gpucloud-lab/vms). The inventory
+reaches a VM over SSH on 127.0.0.1:<forwarded port> whatever --transport says, and
+tells lab_kind, lab_vm_accel and lab_forwarded_ports. GPUCLOUD_VM_ACCEL=auto|kvm|tcg:
+auto probes KVM once per host kernel + QEMU version (KVM guests hang after the kernel
+decompressor on the CI machines) and falls back to TCG; TCG boots take 1-3 minutes on
+two busy cores, so VMs wait up to 600 s unless --boot-timeout says otherwise.
 Environment: scripts/env.sh (CONTAINERS_CONF, GPUCLOUD_IMAGE_PREFIX,
 GPUCLOUD_APT_CACHE, GPUCLOUD_LAB_SSH_KEY).
 """
@@ -41,6 +58,8 @@ import subprocess
 import sys
 import time
 
+import lab_vm
+
 LABEL_LAB = "gpucloud.lab"
 LABEL_FLEET = "gpucloud.fleet"
 LABEL_GROUPS = "gpucloud.groups"
@@ -49,6 +68,10 @@ DEFAULT_CAPS = ("NET_ADMIN",)
 BOOT_TIMEOUT = 90
 TRANSPORTS = ("podman", "ssh")
 LOOP_CTL_ADD = 0x4C80
+CONTAINER_KEYS = ("name", "image", "kind", "groups", "capabilities", "privileged",
+                  "devices", "volumes", "publish", "tmpfs")
+KINDS = ("container", "vm")
+HOSTS_BEGIN, HOSTS_END = "# gpucloud-lab begin", "# gpucloud-lab end"
 
 
 class LabError(Exception):
@@ -178,7 +201,9 @@ def podman(*args, check=True, timeout=None):
 
 
 def parse_node(text):
-    """NAME=IMAGE[,privileged][,cap=X][,group=G][,device=D] -> spec dict."""
+    """NAME=IMAGE[,privileged][,cap=X][,group=G][,device=D] -> spec dict.
+
+    VM nodes: NAME=IMAGE,vm[,memory=MIB][,cpus=N][,nvme=GIB...][,forward=PORT...]."""
     if "=" not in text:
         raise LabError("--node '%s': expected NAME=IMAGE[,OPTION...]" % text)
     name, rest = text.split("=", 1)
@@ -194,9 +219,18 @@ def parse_node(text):
             spec.setdefault("groups", []).append(value)
         elif key == "device" and value:
             spec.setdefault("devices", []).append(value)
+        elif key == "vm" and not value:
+            spec["kind"] = "vm"
+        elif key in ("memory", "cpus", "nvme", "forward") and value.isdigit():
+            field = {"memory": "memory_mib", "nvme": "nvme_disks", "forward": "forward"}.get(key, key)
+            if key in ("nvme", "forward"):
+                spec.setdefault(field, []).append(int(value))
+            else:
+                spec[field] = int(value)
         else:
-            raise LabError("--node '%s': unknown option '%s' "
-                           "(allowed: privileged, cap=X, group=G, device=D)" % (text, opt))
+            raise LabError("--node '%s': unknown option '%s' (allowed: privileged, cap=X, "
+                           "group=G, device=D; for VMs: vm, memory=MIB, cpus=N, nvme=GIB, "
+                           "forward=PORT)" % (text, opt))
     return spec
 
 
@@ -209,12 +243,21 @@ def validate_specs(specs):
         if name in seen:
             raise LabError("node name '%s' appears twice" % name)
         seen.add(name)
+        kind = spec.get("kind", "container")
+        if kind not in KINDS:
+            raise LabError("node '%s': unknown kind '%s' (allowed: %s)" % (name, kind, ", ".join(KINDS)))
+        if kind == "vm":
+            try:
+                lab_vm.validate_vm_spec(spec)
+            except lab_vm.VMError as exc:
+                raise LabError(str(exc)) from exc
+            continue
         if not spec.get("image"):
             raise LabError("node '%s' has no image" % name)
-        unknown = set(spec) - {"name", "image", "groups", "capabilities", "privileged",
-                               "devices", "volumes", "publish", "tmpfs"}
+        unknown = set(spec) - set(CONTAINER_KEYS)
         if unknown:
-            raise LabError("node '%s': unknown keys %s" % (name, ", ".join(sorted(unknown))))
+            raise LabError("node '%s': unknown keys %s (allowed: %s; VM keys need \"kind\": \"vm\")"
+                           % (name, ", ".join(sorted(unknown)), ", ".join(CONTAINER_KEYS)))
 
 
 def containers(fleet=None):
@@ -233,8 +276,22 @@ def containers(fleet=None):
             "groups": [g for g in groups.split(",") if g],
             "state": c.get("State"),
             "image": c.get("Image"),
+            "kind": "container",
         })
     return sorted(result, key=lambda c: c["name"])
+
+
+def vms(fleet=None):
+    """[{name, fleet, groups, state, image, kind, ssh_port, ssh_key, accel}] of lab VMs."""
+    return [{"name": s["name"], "fleet": s["fleet"], "groups": s["groups"], "state": s["state"],
+             "image": "vm:%s" % s["image"], "kind": "vm", "ssh_port": s["ssh_port"],
+             "ssh_key": ssh_key(), "accel": s["accel"],
+             "forwarded_ports": s["forwarded"]} for s in lab_vm.load_states(fleet)]
+
+
+def nodes_of(fleet=None):
+    """Containers and VMs of FLEET (or of every fleet), by name."""
+    return sorted(containers(fleet) + vms(fleet), key=lambda n: n["name"])
 
 
 def ensure_network(fleet):
@@ -282,8 +339,21 @@ def wait_booted(name, deadline):
     return state
 
 
-def create(fleet, specs, boot_timeout=BOOT_TIMEOUT):
+def network_gateway(fleet):
+    """The host's address on the fleet network: where a (NATed) VM's connections come from."""
+    proc = podman("network", "inspect", "--format", "{{range .Subnets}}{{.Gateway}} {{end}}",
+                  network_name(fleet), check=False)
+    return (proc.stdout.split() or [None])[0]
+
+
+def create(fleet, specs, boot_timeout=None):
     validate_specs(specs)
+    vm_specs = [s for s in specs if s.get("kind") == "vm"]
+    specs = [s for s in specs if s.get("kind", "container") == "container"]
+    for state in lab_vm.load_states():
+        if state["name"] in {s["name"] for s in specs}:
+            raise LabError("a VM named '%s' (fleet %s) exists: node names must be unique"
+                           % (state["name"], state["fleet"]))
     refs = {s["name"]: image_ref(s["image"]) for s in specs}
     for ref in sorted(set(refs.values())):
         if podman("image", "exists", ref, check=False).returncode != 0:
@@ -327,35 +397,66 @@ def create(fleet, specs, boot_timeout=BOOT_TIMEOUT):
             args += ["--tmpfs", tmp]
         args += [refs[name], "/sbin/init"]
         podman(*args)
-    deadline = time.time() + boot_timeout
+    started = time.time()
+    try:
+        states = lab_vm.start_vms(fleet, vm_specs, ssh_key(), set(foreign)) if vm_specs else []
+    except lab_vm.VMError as exc:
+        raise LabError(str(exc)) from exc
+    deadline = started + (boot_timeout or BOOT_TIMEOUT)
     for spec in specs:
         wait_booted(spec["name"], deadline)
         authorize_ssh(spec["name"])
+    deadline = started + (boot_timeout or lab_vm.VM_BOOT_TIMEOUT)
+    for state in states:
+        try:
+            said, seconds = lab_vm.wait_booted(state, ssh_key(), deadline)
+        except lab_vm.VMError as exc:
+            raise LabError(str(exc)) from exc
+        print("lab: VM %s up (%s, %s) %.0f s after start" % (state["name"], said,
+                                                             state["accel"].upper(), seconds),
+              file=sys.stderr)
     write_hosts(fleet)
-    return containers(fleet)
+    return nodes_of(fleet)
+
+
+def merge_hosts(current, lines):
+    """/etc/hosts text CURRENT with the lab's block replaced by LINES."""
+    kept, skipping = [], False
+    for line in current.splitlines():
+        if line == HOSTS_BEGIN:
+            skipping = True
+        elif line == HOSTS_END:
+            skipping = False
+        elif not skipping:
+            kept.append(line)
+    return "\n".join(kept + [HOSTS_BEGIN] + lines + [HOSTS_END]) + "\n"
 
 
 def write_hosts(fleet):
-    """Let fleet members resolve each other by name (no DNS plugin is assumed)."""
+    """Let fleet members resolve the fleet's containers by name (no DNS plugin is assumed).
+
+    VMs are not listed: their own address is NATed, the fleet cannot dial it."""
     nodes = containers(fleet)
     addresses = {n["name"]: container_ip(n["name"], fleet) for n in nodes}
     lines = ["%s %s" % (ip, name) for name, ip in sorted(addresses.items()) if ip]
-    begin, end = "# gpucloud-lab begin", "# gpucloud-lab end"
     for n in nodes:
         # /etc/hosts is a bind mount podman manages: rewrite it in place, never rename it.
-        current = podman("exec", n["name"], "cat", "/etc/hosts").stdout.splitlines()
-        kept, skipping = [], False
-        for line in current:
-            if line == begin:
-                skipping = True
-            elif line == end:
-                skipping = False
-            elif not skipping:
-                kept.append(line)
-        text = "\n".join(kept + [begin] + lines + [end]) + "\n"
+        text = merge_hosts(podman("exec", n["name"], "cat", "/etc/hosts").stdout, lines)
         exe = shutil.which("podman")
         subprocess.run([exe, "exec", "-i", n["name"], "sh", "-c", "cat > /etc/hosts"],
                        input=text, text=True, check=True, capture_output=True)
+    for state in lab_vm.load_states(fleet):
+        if state["state"] != "running":
+            continue
+        proc = lab_vm.ssh(state, ssh_key(), "cat", "/etc/hosts")
+        if proc.returncode != 0:
+            raise LabError("VM %s: reading /etc/hosts over SSH failed: %s"
+                           % (state["name"], proc.stderr.strip()))
+        proc = lab_vm.ssh(state, ssh_key(), "cat > /etc/hosts.lab && mv /etc/hosts.lab /etc/hosts",
+                          stdin=merge_hosts(proc.stdout, lines))
+        if proc.returncode != 0:
+            raise LabError("VM %s: writing /etc/hosts over SSH failed: %s"
+                           % (state["name"], proc.stderr.strip()))
 
 
 def destroy(fleet=None):
@@ -365,8 +466,9 @@ def destroy(fleet=None):
         harvest_apt_cache(n["name"], n["image"])
     if names:
         podman("rm", "--force", "--time", "5", *names)
+    names += lab_vm.destroy_vms(fleet)
     remove_networks(fleet)
-    return names
+    return sorted(names)
 
 
 def inventory(fleet, transport="podman"):
@@ -374,10 +476,16 @@ def inventory(fleet, transport="podman"):
     if transport not in TRANSPORTS:
         raise LabError("unknown transport '%s' (allowed: %s)" % (transport, ", ".join(TRANSPORTS)))
     nodes = containers(fleet)
-    if not nodes:
+    states = lab_vm.load_states(fleet)
+    if not nodes and not states:
         raise LabError("fleet '%s' has no nodes (lab.py list shows the fleets)" % fleet)
     hosts = {}
     groups = {}
+    gateway = network_gateway(fleet) if states else None
+    for state in states:
+        hosts[state["name"]] = lab_vm.inventory_host(state, ssh_key(), gateway)
+        for g in state["groups"]:
+            groups.setdefault(g, []).append(state["name"])
     for n in nodes:
         ip = container_ip(n["name"], fleet)
         if transport == "ssh":
@@ -391,11 +499,12 @@ def inventory(fleet, transport="podman"):
                                                "-o UserKnownHostsFile=/dev/null -o LogLevel=ERROR"}
         else:
             host = {"ansible_connection": "containers.podman.podman", "ansible_host": n["name"]}
-        host.update({"ansible_python_interpreter": "/usr/bin/python3", "lab_ip": ip})
+        host.update({"ansible_python_interpreter": "/usr/bin/python3", "lab_ip": ip,
+                     "lab_kind": "container"})
         hosts[n["name"]] = host
         for g in n["groups"]:
             groups.setdefault(g, []).append(n["name"])
-    inv = {"all": {"children": {"lab": {"hosts": hosts}}}}
+    inv = {"all": {"children": {"lab": {"hosts": dict(sorted(hosts.items()))}}}}
     for g, members in sorted(groups.items()):
         inv["all"]["children"][g] = {"hosts": {m: {} for m in members}}
     return inv
@@ -406,6 +515,8 @@ def to_yaml(data, indent=0):
     pad = "  " * indent
     out = []
     for key, value in data.items():
+        if str(key).isdigit():
+            key = json.dumps(str(key))  # a port number as a key stays a string
         if isinstance(value, dict):
             if value:
                 out.append("%s%s:" % (pad, key))
@@ -427,7 +538,9 @@ def main(argv=None):
     p_create.add_argument("--inventory", help="also write the fleet's YAML inventory here")
     p_create.add_argument("--transport", choices=TRANSPORTS, default="podman",
                           help="how that inventory reaches the nodes (default podman)")
-    p_create.add_argument("--boot-timeout", type=int, default=BOOT_TIMEOUT)
+    p_create.add_argument("--boot-timeout", type=int,
+                          help="seconds to wait for the nodes to boot (default: %d for "
+                               "containers, %d for VMs)" % (BOOT_TIMEOUT, lab_vm.VM_BOOT_TIMEOUT))
     p_list = sub.add_parser("list", help="list lab nodes")
     p_list.add_argument("fleet", nargs="?")
     p_list.add_argument("--json", action="store_true")
@@ -454,7 +567,7 @@ def main(argv=None):
                     fh.write(to_yaml(inventory(args.fleet, args.transport)) + "\n")
             print("lab: fleet %s up: %s" % (args.fleet, ", ".join(n["name"] for n in nodes)))
         elif args.cmd == "list":
-            nodes = containers(args.fleet)
+            nodes = nodes_of(args.fleet)
             if args.json:
                 print(json.dumps(nodes, indent=2))
             else:
