@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpucloud.fleet.plugins.module_utils import acceptance, xid
+from ansible_collections.gpucloud.fleet.plugins.module_utils import acceptance, pcie_acs, xid
 
 
 def _plain(value):
@@ -77,12 +77,28 @@ def acceptance_xid_summary(text, as_text=False):
     return xid.summary_text(summary) if as_text else summary
 
 
+def acceptance_cuda_context(text):
+    try:
+        return acceptance.parse_cuda_context(str(text or ""))
+    except acceptance.AcceptanceError as exc:
+        return {"error": str(exc), "devices": []}
+
+
+def acceptance_pcie_acs(text):
+    try:
+        return pcie_acs.judge(pcie_acs.parse_lspci(str(text or "")))
+    except pcie_acs.LspciError as exc:
+        return {"redirecting": [], "ports": 0, "error": str(exc)}
+
+
 class FilterModule(object):
     def filters(self):
         return {
             "acceptance_checks": acceptance_checks,
+            "acceptance_cuda_context": acceptance_cuda_context,
             "acceptance_fleet": acceptance_fleet,
             "acceptance_markdown": acceptance_markdown,
+            "acceptance_pcie_acs": acceptance_pcie_acs,
             "acceptance_site_summary": acceptance_site_summary,
             "acceptance_stack_from_packages": acceptance_stack_from_packages,
             "acceptance_stack_versions": acceptance_stack_versions,

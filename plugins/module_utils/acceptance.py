@@ -559,6 +559,8 @@ def evaluate(host, profile, lock=None, observed=None):
                               % (host, profile))
     observed = observed or {}
     reboot_required = observed.get("reboot_required")
+    if isinstance(reboot_required, str):
+        reboot_required = reboot_required.strip().lower() in ("true", "yes", "on", "1")
     pending = bool(reboot_required)
     nvidia = None if pending else observed.get("nvidia")
     stack = observed.get("stack")
