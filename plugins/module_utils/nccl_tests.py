@@ -290,7 +290,7 @@ def parse_nccl_tests(text):
         raise ValueError("no '# Avg bus bandwidth' line: the nccl-tests run did not finish")
 
     busbws = [row[key] for row in result["rows"] for key in ("oop_busbw", "ip_busbw")
-              if not math.isnan(row[key])]
+              if math.isfinite(row[key])]
     result["max_busbw"] = max(busbws) if busbws else float("nan")
     result["ranks"] = len(ranks)
     result["wrong"] = sum(row[key] or 0 for row in result["rows"] for key in ("oop_wrong", "ip_wrong"))
@@ -301,8 +301,14 @@ def evaluate_nccl_result(parsed, min_avg_busbw=None, min_max_busbw=None):
     """Return the list of reasons why a parsed run fails; empty when it passes.
 
     Any wrong element or out-of-bounds value is a failure whatever the
-    thresholds; bandwidths are in GB/s as nccl-tests prints them.
+    thresholds; bandwidths are in GB/s as nccl-tests prints them. A threshold
+    that is not a finite number raises ValueError (NaN would switch the check
+    off: nothing compares below it); a measured inf or NaN fails the check.
     """
+    for name, limit in (("min_avg_busbw", min_avg_busbw), ("min_max_busbw", min_max_busbw)):
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, float))
+                                  or not math.isfinite(limit)):
+            raise ValueError("%s must be a finite number of GB/s, got %r" % (name, limit))
     failures = []
     if parsed.get("wrong"):
         sizes = sorted(set(row["size"] for row in parsed.get("rows", [])
@@ -318,6 +324,8 @@ def evaluate_nccl_result(parsed, min_avg_busbw=None, min_max_busbw=None):
         value = parsed.get(value_key)
         if value is None or math.isnan(value):
             failures.append("%s is not available, required >= %g GB/s" % (label, limit))
+        elif not math.isfinite(value):
+            failures.append("%s %g GB/s is not a measurement, required >= %g GB/s" % (label, value, limit))
         elif value < limit:
             failures.append("%s %g GB/s is below the required %g GB/s" % (label, value, limit))
     return failures

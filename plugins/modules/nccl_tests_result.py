@@ -40,15 +40,21 @@ options:
     type: path
     required: true
   min_avg_busbw:
-    description: Minimum average bus bandwidth in GB/s (the C(# Avg bus bandwidth) line).
+    description:
+      - Minimum average bus bandwidth in GB/s (the C(# Avg bus bandwidth) line).
+      - Must be a finite number; V(nan) or V(inf) fails the module (NaN would switch the check off).
+        A measured C(inf) or C(nan) fails the check.
     type: float
   min_max_busbw:
-    description: Minimum peak bus bandwidth in GB/s, the largest busbw of any row, in-place or out-of-place.
+    description:
+      - Minimum peak bus bandwidth in GB/s, the largest finite busbw of any row, in-place or out-of-place.
+      - Must be a finite number, as O(min_avg_busbw).
     type: float
     aliases: [min_peak_busbw]
   dest:
     description:
       - Write the parsed result, the verdict and the thresholds as JSON to this path on the host.
+      - A directory fails the module.
       - The content is deterministic, so a re-run over the same log changes nothing.
     type: path
   fail_on_failure:
@@ -215,9 +221,14 @@ def _validation_skipped(parsed):
 def _write_dest(module, dest, content, result):
     """Write content to dest if it differs; honour check mode and diff mode."""
     before = None
+    if os.path.isdir(dest):
+        module.fail_json(msg="dest %s is a directory; give the path of the JSON file to write" % dest, **result)
     if os.path.exists(dest):
-        with open(dest, "rb") as handle:
-            before = handle.read().decode("utf-8", "replace")
+        try:
+            with open(dest, "rb") as handle:
+                before = handle.read().decode("utf-8", "replace")
+        except (IOError, OSError) as exc:
+            module.fail_json(msg="could not read dest %s: %s" % (dest, to_native(exc)), **result)
     changed = before != content
     if module._diff:
         result["diff"] = dict(before_header=dest, after_header=dest, before=before or "", after=content)
@@ -247,7 +258,10 @@ def run_module(module):
     except ValueError as exc:
         module.fail_json(msg="%s is not a usable nccl-tests log: %s" % (params["path"], to_native(exc)))
 
-    failures = evaluate_nccl_result(parsed, params["min_avg_busbw"], params["min_max_busbw"])
+    try:
+        failures = evaluate_nccl_result(parsed, params["min_avg_busbw"], params["min_max_busbw"])
+    except ValueError as exc:
+        module.fail_json(msg=to_native(exc))
     for warning in parsed["warnings"]:
         module.warn("%s: %s" % (params["path"], warning))
     if _validation_skipped(parsed):

@@ -547,3 +547,25 @@ def test_malformed_cell_raises():
     with pytest.raises(ValueError, match="not an integer"):
         parse_nccl_tests(CLASSIC_BROADCAST.replace("     float    none       0     9.81",
                                                    "     float    none      xx     9.81"))
+
+
+# Thresholds and values must be finite (issue 15, item 17).
+@pytest.mark.parametrize("limit", [float("nan"), float("inf"), float("-inf"), "70", True])
+def test_non_finite_or_non_number_threshold_is_refused(limit):
+    parsed = {"avg_busbw": 70.0, "max_busbw": 300.0, "rows": [], "wrong": 0}
+    with pytest.raises(ValueError, match="min_avg_busbw must be a finite number"):
+        evaluate_nccl_result(parsed, min_avg_busbw=limit)
+    with pytest.raises(ValueError, match="min_max_busbw must be a finite number"):
+        evaluate_nccl_result(parsed, min_max_busbw=limit)
+
+
+def test_infinite_measurement_fails():
+    parsed = {"avg_busbw": float("inf"), "max_busbw": float("inf"), "rows": [], "wrong": 0}
+    failures = evaluate_nccl_result(parsed, min_avg_busbw=60, min_max_busbw=300)
+    assert failures == ["average bus bandwidth inf GB/s is not a measurement, required >= 60 GB/s",
+                        "peak bus bandwidth inf GB/s is not a measurement, required >= 300 GB/s"]
+
+
+def test_infinite_row_busbw_is_not_the_peak():
+    parsed = parse_nccl_tests(fixture("h100-a3mega-2node-16gpu-gcp-ztan").replace("338.82", "inf", 1))
+    assert math.isfinite(parsed["max_busbw"])

@@ -148,3 +148,16 @@ def test_missing_log(tmp_path):
     kind, result = run_module(nccl_tests_result.main, {"path": str(tmp_path / "missing.log")})
     assert kind == "fail"
     assert result["msg"].startswith("could not read ")
+
+
+def test_directory_as_dest_fails_cleanly(log, tmp_path):
+    kind, result = run_module(nccl_tests_result.main, {"path": log, "dest": str(tmp_path)})
+    assert kind == "fail"
+    assert "is a directory" in result["msg"]
+
+
+@pytest.mark.parametrize("limit", ["nan", "inf"])
+def test_non_finite_threshold_fails_cleanly(log, limit):
+    kind, result = run_module(nccl_tests_result.main, {"path": log, "min_avg_busbw": limit})
+    assert kind == "fail"
+    assert result["msg"].startswith("min_avg_busbw must be a finite number")
