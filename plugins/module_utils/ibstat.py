@@ -167,7 +167,8 @@ def check_fabric(parsed, expect=None):
     A port dict that lacks a key altogether (``ibv_devinfo`` without ``-v``
     knows no physical state or rate) skips the default state checks and
     reports explicitly requested ones as not reported; a key present with
-    the value None is a mismatch. String comparisons ignore case. Returns a list of messages, empty when
+    the value None is a mismatch. String comparisons ignore case. No CA
+    considered is a mismatch unless ``hca_count`` says how many are expected. Returns a list of messages, empty when
     everything matches. Raises ValueError for an unknown key.
     """
     expect = dict(expect or {})
@@ -194,7 +195,14 @@ def check_fabric(parsed, expect=None):
             mismatches.append("%s: CA not found" % name)
 
     count = expect.get("hca_count")
-    if count is not None and len(considered) != count:
+    if not considered and count is None:
+        # Nothing to check is no pass: an empty capture or a ca_pattern that matches
+        # nothing would otherwise report a healthy fabric.
+        selection = ("matching ca_pattern %r" % expect["ca_pattern"] if expect.get("ca_pattern") is not None
+                     else "among ca_names" if expect.get("ca_names") else "at all")
+        mismatches.append("no HCA found %s (the capture lists: %s), so nothing was checked; set hca_count: 0 "
+                          "if none is expected" % (selection, ", ".join(sorted(parsed, key=_natural_key)) or "none"))
+    elif count is not None and len(considered) != count:
         mismatches.append("expected %d HCA(s), found %d (%s)"
                           % (count, len(considered), ", ".join(considered) or "none"))
 

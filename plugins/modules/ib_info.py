@@ -42,11 +42,13 @@ options:
   text:
     description:
       - Output of O(source) captured earlier; parsed instead of running the command.
+      - Empty or blank text fails the module.
     type: str
   src:
     description:
       - Path of a file on the host holding output of O(source); parsed instead of running the
         command.
+      - An empty or blank file fails the module.
     type: path
   fail_on_missing:
     description:
@@ -60,6 +62,9 @@ options:
         returns every difference in RV(mismatches).
       - Port checks apply to every port of every considered CA unless O(expect.ports) narrows
         them. String comparisons ignore case.
+      - When no CA is considered (no RDMA device, or O(expect.ca_pattern) or O(expect.ca_names)
+        selects none), that is a mismatch unless O(expect.hca_count) is given (V(0) when no HCA
+        is expected).
     type: dict
     suboptions:
       hca_count:
@@ -225,13 +230,18 @@ def _read_output(module):
     """Return the text to parse, or None when the command is missing and that is allowed."""
     params = module.params
     if params["text"] is not None:
+        if not params["text"].strip():
+            module.fail_json(msg="text is empty: a capture of %s output was expected" % params["source"])
         return params["text"]
     if params["src"] is not None:
         try:
             with open(params["src"], "rb") as handle:
-                return handle.read().decode("utf-8", "replace")
+                text = handle.read().decode("utf-8", "replace")
         except (IOError, OSError) as exc:
             module.fail_json(msg="could not read %s: %s" % (params["src"], to_native(exc)))
+        if not text.strip():
+            module.fail_json(msg="src %s is empty: a capture of %s output was expected" % (params["src"], params["source"]))
+        return text
 
     argv, package = _COMMANDS[params["source"]]
     binary = module.get_bin_path(argv[0])

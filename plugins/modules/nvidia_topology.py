@@ -181,10 +181,14 @@ def _topology_text(module):
     src = module.params["src"]
     if src is not None:
         try:
-            with open(src) as handle:
-                return "src", handle.read()
+            with open(src, "rb") as handle:
+                data = handle.read()
         except (IOError, OSError) as exc:
             module.fail_json(msg="cannot read src %s: %s" % (src, exc))
+        try:
+            return "src", data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            module.fail_json(msg="src %s is not UTF-8 text (%s): not nvidia-smi topo -m output" % (src, exc))
     smi = module.get_bin_path("nvidia-smi", required=True)
     rc, out, err = module.run_command([smi, "topo", "-m"], environ_update={"LC_ALL": "C"})
     if rc != 0:

@@ -305,3 +305,19 @@ def test_check_fabric_rejects_bad_expectations():
         check_fabric(parsed, {"ca_names": ["mlx5_0"], "ca_pattern": "mlx5_.*"})
     with pytest.raises(ValueError, match="not a valid regular expression"):
         check_fabric(parsed, {"ca_pattern": "mlx5_["})
+
+
+# Nothing considered is no pass (issue 15, item 17).
+@pytest.mark.parametrize("expect,words", [
+    ({"rate": 200}, "no HCA found at all"),
+    ({"ca_pattern": "mlx5_1[0-9]"}, "no HCA found matching ca_pattern 'mlx5_1[0-9]'"),
+    ({}, "no HCA found at all"),
+])
+def test_no_hca_considered_is_a_mismatch(expect, words):
+    parsed = parse_ibstat(SINGLE_PORT) if "ca_pattern" in expect else {}
+    mismatches = check_fabric(parsed, expect)
+    assert len(mismatches) == 1 and mismatches[0].startswith(words)
+
+
+def test_no_hca_expected_and_none_found_passes():
+    assert check_fabric({}, {"hca_count": 0}) == []

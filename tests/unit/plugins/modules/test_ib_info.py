@@ -190,3 +190,19 @@ def test_invalid_pattern_fails_cleanly():
     kind, result = run_module(ib_info.main, {"text": AZURE, "expect": {"ca_pattern": "mlx5_["}})
     assert kind == "fail"
     assert result["msg"].startswith("invalid expect: ca_pattern")
+
+
+# An empty capture, or expectations with nothing to check, fail (issue 15, item 17).
+def test_empty_capture_fails(tmp_path):
+    empty = tmp_path / "ibstat.txt"
+    empty.write_text("\n")
+    kind, result = run_module(ib_info.main, {"src": str(empty)})
+    assert kind == "fail" and "is empty" in result["msg"]
+    kind, result = run_module(ib_info.main, {"text": "  ", "expect": {"rate": 200}})
+    assert kind == "fail" and result["msg"].startswith("text is empty")
+
+
+def test_expectations_without_any_hca_fail():
+    kind, result = run_module(ib_info.main, {"expect": {"rate": 200}}, FakeCommands({"ibstat": (0, "", "")}))
+    assert kind == "fail"
+    assert result["mismatches"][0].startswith("no HCA found at all")

@@ -112,3 +112,11 @@ def test_bad_arguments(args, message):
     result = run_module(nvidia_topology, args)
     assert result["failed"] is True
     assert message in result["msg"]
+
+
+def test_non_utf8_src_fails_cleanly(tmp_path):
+    path = tmp_path / "topo.txt"
+    path.write_bytes(b"\tGPU0\tNIC0\nGPU0\t X \tPIX\n\xff\xfe\x00binary")
+    result = run_module(nvidia_topology, {"src": str(path)})
+    assert result["failed"] is True
+    assert result["msg"].startswith("src %s is not UTF-8 text" % path)
