@@ -349,19 +349,27 @@ def nccl_packages(version, cuda_version, pkg_mgr):
 
 # --- nvidia-persistenced ---------------------------------------------------------------
 
-def parse_exec_start(show_value):
-    """The argv of ``systemctl show -p ExecStart --value`` (``{ path=... ; argv[]=... ; ... }``)."""
-    text = (show_value or "").strip()
+def parse_exec_start(text):
+    """The argv of ExecStart from a unit file's text (its last ``ExecStart=`` line), from
+    ``systemctl show -p ExecStart --value`` (``{ path=... ; argv[]=... ; ... }``) or a command line."""
+    text = (text or "").strip()
+    lines = [line.strip()[len("ExecStart="):] for line in text.splitlines() if line.strip().startswith("ExecStart=")]
+    if lines:
+        text = lines[-1].strip()
+    elif "\n" in text:
+        text = ""
     match = re.search(r"argv\[\]=([^;]*)", text)
     if match:
         return match.group(1).split()
-    return text.split()
+    # systemd prefixes ("-", "@", "+", "!") change how the command runs, not its argv.
+    return text.lstrip("-@+!").split()
 
 
 def persistenced_override(exec_start):
     """Text of a systemd drop-in that restarts nvidia-persistenced without --no-persistence-mode.
 
-    EXEC_START is the unit's ExecStart (systemctl show's value or a plain command line).
+    EXEC_START is the packaged unit file's text, systemctl show's ExecStart or a command line
+    (read the unit file, not the effective ExecStart, which a drop-in already changed).
     Returns "" when the flag is absent (no override needed). Ubuntu's nvidia-compute-utils
     unit runs ``nvidia-persistenced --user nvidia-persistenced --no-persistence-mode --verbose``.
     """

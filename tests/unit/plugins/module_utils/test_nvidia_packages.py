@@ -283,3 +283,27 @@ def test_persistenced_override_refuses_an_empty_exec_start():
 def test_filters_turn_bad_input_into_filter_errors(name, args):
     with pytest.raises(AnsibleFilterError, match=name):
         FILTERS[name](*args)
+
+
+# The unit file as Ubuntu's nvidia-compute-utils-580 installs it (FragmentPath, read by the role).
+UBUNTU_UNIT = """\
+[Unit]
+Description=NVIDIA Persistence Daemon
+Wants=syslog.target
+StopWhenUnneeded=true
+Before=systemd-backlight@backlight:nvidia_0.service
+
+[Service]
+Type=forking
+ExecStart=/usr/bin/nvidia-persistenced --user nvidia-persistenced --no-persistence-mode --verbose
+ExecStopPost=/bin/rm -rf /var/run/nvidia-persistenced
+"""
+
+
+def test_persistenced_override_from_the_unit_file():
+    assert "ExecStart=/usr/bin/nvidia-persistenced --user nvidia-persistenced --verbose\n" in \
+        np.persistenced_override(UBUNTU_UNIT)
+    # The lab's stand-in unit (scripts/nvsim/build_repo.py) has no flag: no override.
+    assert np.persistenced_override(UBUNTU_UNIT.replace(" --no-persistence-mode", "")) == ""
+    with pytest.raises(np.NvidiaPackageError, match="no ExecStart"):
+        np.persistenced_override("[Service]\nType=forking\n")
