@@ -221,18 +221,6 @@ def package_specs(version, date="Tue Dec  1 00:00:00 UTC 2026"):
                 scripts={"postinst": SYSTEMD_POSTINST.format(standin=STANDIN)},
                 conffiles=["/usr/share/nvidia/nvswitch/fabricmanager.cfg"]),
     ]
-    if fm == "nvidia-fabricmanager":
-        # gpucloud.fleet.nvidia_driver (vars/Debian.yml) asks for nvidia-fabricmanager-<branch> and
-        # libnvidia-nscq-<branch> on every branch; NVIDIA has no such packages from 580 on.
-        # These empty shims let the role's current code install the real-named stand-ins.
-        branch = version.split(".")[0]
-        for real in (fm, nscq):
-            specs.append(package(
-                "%s-%s" % (real, branch), version,
-                "Compatibility shim: %s-%s -> %s; NVIDIA's repository has no such package from 580 on (%s)"
-                % (real, branch, real, STANDIN),
-                depends=["%s %s" % (real, exact)],
-                files={marker % ("%s-%s" % (real, branch)): (version + "\n", 0o644)}))
     return specs
 
 
