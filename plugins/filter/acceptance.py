@@ -77,6 +77,10 @@ def acceptance_xid_summary(text, as_text=False):
     return xid.summary_text(summary) if as_text else summary
 
 
+def acceptance_driver_reboot(text, installed=None):
+    return acceptance.driver_reboot_pending(str(text or ""), installed)
+
+
 def acceptance_cuda_context(text):
     try:
         return acceptance.parse_cuda_context(str(text or ""))
@@ -96,6 +100,7 @@ class FilterModule(object):
         return {
             "acceptance_checks": acceptance_checks,
             "acceptance_cuda_context": acceptance_cuda_context,
+            "acceptance_driver_reboot": acceptance_driver_reboot,
             "acceptance_fleet": acceptance_fleet,
             "acceptance_markdown": acceptance_markdown,
             "acceptance_pcie_acs": acceptance_pcie_acs,

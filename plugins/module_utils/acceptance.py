@@ -31,6 +31,8 @@ import fnmatch
 import json
 import re
 
+from ansible_collections.gpucloud.fleet.plugins.module_utils import xid as xid_table
+
 PASS, FAIL, NA, SKIPPED, PENDING = "pass", "fail", "n/a", "skipped", "pending"
 STATUSES = (PASS, FAIL, NA, SKIPPED, PENDING)
 
@@ -53,6 +55,7 @@ CHECKS = (
     "gpu.mig",
     "gpu.fabric",
     "gpu.pcie_link",
+    "gpu.xid",
     "fabric.manager",
     "cuda.context",
     "pcie.acs",
@@ -175,6 +178,44 @@ def stack_from_packages(text, patterns):
                 result[component] = max(versions, key=lambda v: [int(x) for x in re.findall(r"\d+", v)])
                 break
     return result
+
+
+# /proc/driver/nvidia/version: "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.95.05  Release
+# Build ..." (open flavour) or "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.163.01  <date>".
+PROC_VERSION_RE = re.compile(r"Kernel Module(?: for [^ ]+)?\s+([0-9]+\.[0-9.]+)")
+
+
+def loaded_driver_version(text):
+    """The version of the loaded NVIDIA kernel module from /proc/driver/nvidia/version, or None."""
+    match = PROC_VERSION_RE.search(text or "")
+    return match.group(1).rstrip(".") if match else None
+
+
+def driver_reboot_pending(proc_version_text, installed):
+    """Does the host wait for a reboot into its installed driver?
+
+    PROC_VERSION_TEXT is /proc/driver/nvidia/version (empty when no module is loaded);
+    INSTALLED the installed driver package's version (:func:`stack_from_packages`). A loaded
+    module that is not the installed version is what an upgrade without a reboot leaves:
+    nvidia-smi and NVML answer "Driver/library version mismatch". Returns {pending, loaded,
+    installed} with ``pending`` None when one side is unknown (no module loaded, no package
+    found): nothing can be said then, and the GPU queries run as usual.
+    """
+    loaded = loaded_driver_version(proc_version_text)
+    installed = str(installed).strip() if installed else None
+    if not loaded or not installed:
+        return {"pending": None, "loaded": loaded, "installed": installed}
+    return {"pending": not version_matches(loaded, installed), "loaded": loaded, "installed": installed}
+
+
+def crypt_mappings(lsblk_text):
+    """Names of the dm-crypt mappings in ``lsblk -n -l -o TYPE,NAME <device>`` output."""
+    names = []
+    for line in (lsblk_text or "").splitlines():
+        parts = line.split()
+        if len(parts) >= 2 and parts[0] == "crypt":
+            names.append(parts[1])
+    return names
 
 
 def _gpus(nvidia):
@@ -381,7 +422,11 @@ def _pcie_link_check(host, profile, gpus):
     return _check(host, "gpu.pcie_link", PASS, "every GPU's PCIe link at its maximum width and generation" + note)
 
 
-def _reboot_check(host, reboot_required):
+def _reboot_check(host, reboot_required, mismatch=None):
+    if mismatch:
+        return _check(host, "reboot", PENDING, REBOOT_SKIP + " (the loaded NVIDIA kernel module is %s, the installed "
+                      "driver is %s: nvidia-smi and NVML would answer 'Driver/library version mismatch'). Reboot "
+                      "into the installed driver, then verify again" % (mismatch.get("loaded"), mismatch.get("installed")))
     if reboot_required is None:
         return _check(host, "reboot", SKIPPED, "whether a reboot is pending was not reported")
     if reboot_required:
@@ -495,16 +540,100 @@ def _mismatch_check(host, name, wanted, observed, what):
 
 
 def _storage_check(host, profile, tang):
+    """The data volume is LUKS, bound to Tang, open (a dm-crypt mapping) and mounted.
+
+    TANG: {device, luks, bound, servers} and, unless ``check_open`` is false, ``name`` (the
+    mapping the disk_encryption role opens), ``lsblk`` (``lsblk -n -l -o TYPE,NAME <device>``
+    output, None when it failed, with ``lsblk_error``), ``mount_point`` ('' when the role
+    mounts nothing) and ``mounted_from`` (``findmnt -n -o SOURCE --mountpoint`` output, ''
+    when nothing is mounted there).
+    """
     if not profile.get("tang_bound", False):
         return _check(host, "storage.tang", NA, "the profile has no Tang-bound data volume")
     if tang is None:
         return _check(host, "storage.tang", SKIPPED, "the data volume was not inspected")
+    device = tang.get("device") or "the data volume"
     if not tang.get("luks"):
-        return _check(host, "storage.tang", FAIL, "%s is not a LUKS volume" % tang.get("device", "the data volume"))
+        return _check(host, "storage.tang", FAIL, "%s is not a LUKS volume" % device)
     if not tang.get("bound"):
-        return _check(host, "storage.tang", FAIL, "%s has no clevis tang binding" % tang.get("device"))
-    return _check(host, "storage.tang", PASS, "%s is LUKS, bound to Tang (%s)"
-                  % (tang.get("device"), ", ".join(tang.get("servers") or []) or "server not named"))
+        return _check(host, "storage.tang", FAIL, "%s has no clevis tang binding" % device)
+    bound = "%s is LUKS and bound to Tang (%s)" % (device, ", ".join(tang.get("servers") or []) or "server not named")
+    if tang.get("check_open") is False:
+        return _check(host, "storage.tang", PASS, bound + "; whether it is open was not checked "
+                      "(verify_data_volume_open is false)")
+    if "lsblk" not in tang and not tang.get("lsblk_error"):
+        return _check(host, "storage.tang", PASS, bound + "; whether it is open was not inspected")
+    if tang.get("lsblk") is None:
+        return _check(host, "storage.tang", FAIL, bound + ", but whether it is open could not be read: %s"
+                      % (tang.get("lsblk_error") or "lsblk printed nothing"))
+    name = tang.get("name") or "<name>"
+    opened = crypt_mappings(tang.get("lsblk"))
+    if not opened:
+        return _check(host, "storage.tang", FAIL, "%s but LOCKED: not opened since boot (is a Tang server reachable? "
+                      "`systemctl status systemd-cryptsetup@%s`)" % (bound, name))
+    mapper = "/dev/mapper/%s" % opened[0]
+    detail = "%s, open as %s" % (bound, mapper)
+    mount_point = tang.get("mount_point") or ""
+    if not mount_point:
+        return _check(host, "storage.tang", PASS, detail)
+    source = (tang.get("mounted_from") or "").strip()
+    if not source:
+        return _check(host, "storage.tang", FAIL, "%s, but not mounted at %s (`systemctl status %s.mount`)"
+                      % (detail, mount_point, mount_point.strip("/").replace("/", "-") or "-"))
+    if source not in ["/dev/mapper/%s" % n for n in opened] and not source.startswith("/dev/dm-"):
+        return _check(host, "storage.tang", FAIL, "%s, but %s is mounted at %s instead" % (detail, source, mount_point))
+    return _check(host, "storage.tang", PASS, "%s, mounted at %s" % (detail, mount_point))
+
+
+def _pci_key(address):
+    """'00000000:18:00.0' (nvidia-smi) and '0000:18:00' (an Xid line) -> (0, 0x18, 0), else None."""
+    parts = (address or "").split(":")
+    if len(parts) != 3:
+        return None
+    try:
+        return int(parts[0], 16), int(parts[1], 16), int(parts[2].split(".")[0], 16)
+    except ValueError:
+        return None
+
+
+def _xid_check(host, profile, nvidia, kernel_log):
+    """No Xid of an actionable class in the kernel log of the current boot.
+
+    KERNEL_LOG: {text (the NVRM Xid lines), source} or {error}. Which codes are actionable
+    is xid.judge's call; the profile's ``xid_ignore`` lists codes an operator has accepted.
+    """
+    name = profile.get("name", "?")
+    if int(profile.get("gpu_count", 0)) == 0:
+        return _check(host, "gpu.xid", NA, "no GPU present (profile %s has no GPUs)" % name)
+    if not profile.get("xid", True):
+        return _check(host, "gpu.xid", NA, "profile %s does not check Xid events (xid: false)" % name)
+    if kernel_log is None:
+        return _check(host, "gpu.xid", SKIPPED, "the kernel log was not read")
+    if kernel_log.get("error"):
+        return _check(host, "gpu.xid", FAIL, "the kernel log could not be read: %s" % kernel_log["error"])
+    judged = xid_table.judge(kernel_log.get("text"), profile.get("xid_ignore") or ())
+    index = {}
+    for gpu in _gpus(nvidia):
+        key = _pci_key(gpu.get("pci_bus_id"))
+        if key is not None:
+            index[key] = gpu.get("index")
+
+    def where(entry):
+        return ", ".join("GPU%s (%s)" % (index[_pci_key(pci)], pci) if _pci_key(pci) in index else pci
+                         for pci in entry["pci"])
+
+    source = kernel_log.get("source") or "the kernel log"
+    reported = ["Xid %d x%d on %s: %s" % (e["code"], e["count"], where(e), e["meaning"])
+                for e in judged["informational"]]
+    note = "; reported, not failed (application or accepted codes): %s" % "; ".join(reported) if reported else ""
+    actionable = judged["actionable"]
+    if actionable:
+        return _check(host, "gpu.xid", FAIL, "kernel log since boot (%s): %s%s" % (
+            source, "; ".join("Xid %d x%d on %s: %s (%s)" % (e["code"], e["count"], where(e), e["meaning"], e["action"])
+                              for e in actionable), note))
+    if reported:
+        return _check(host, "gpu.xid", PASS, "no actionable Xid since boot (%s)%s" % (source, note))
+    return _check(host, "gpu.xid", PASS, "no Xid since boot (%s)" % source)
 
 
 def _firewall_check(host, profile, firewall):
@@ -546,12 +675,16 @@ def evaluate(host, profile, lock=None, observed=None):
 
     ``observed`` keys (each optional; a missing key means "not measured"):
     ``reboot_required`` (true: a driver waits for a reboot, so the GPU checks are skipped and
-    the ``reboot`` check is ``pending``), ``nvidia`` (nvidia_gpu_info facts),
+    the ``reboot`` check is ``pending``), ``driver_mismatch`` ({loaded, installed} when the
+    loaded kernel module is not the installed driver: pending as well, see
+    :func:`driver_reboot_pending`), ``nvidia`` (nvidia_gpu_info facts), ``kernel_log``
+    ({text, source} with the NVRM Xid lines of this boot, or {error}),
     ``fabric_manager`` ({state}: systemctl is-active nvidia-fabricmanager), ``cuda``
     (:func:`parse_cuda_context`), ``pcie_acs`` ({redirecting, ports, error} from
     pcie_acs.judge), ``stack`` ({driver, cuda, cudnn, nccl} installed
     versions), ``topology`` and ``ib`` ({mismatches, error}), ``tang`` ({device, luks,
-    bound, servers}), ``firewall`` ({active, detail}), ``burn_in`` ({bf16_gemm_tflops,
+    bound, servers, check_open, name, lsblk, lsblk_error, mount_point, mounted_from}: see
+    :func:`_storage_check`), ``firewall`` ({active, detail}), ``burn_in`` ({bf16_gemm_tflops,
     d2d_copy_GBps_rw} or {error}).
     """
     if not isinstance(profile, dict) or "gpu_count" not in profile:
@@ -561,13 +694,15 @@ def evaluate(host, profile, lock=None, observed=None):
     reboot_required = observed.get("reboot_required")
     if isinstance(reboot_required, str):
         reboot_required = reboot_required.strip().lower() in ("true", "yes", "on", "1")
-    pending = bool(reboot_required)
+    mismatch = observed.get("driver_mismatch")
+    pending = bool(reboot_required) or bool(mismatch)
     nvidia = None if pending else observed.get("nvidia")
     stack = observed.get("stack")
     checks = _gpu_checks(host, profile, nvidia, REBOOT_SKIP if pending else "GPU facts were not gathered")
     checks.insert(3, _driver_check(host, profile, lock, nvidia, stack))
     checks[4:4] = _stack_checks(host, profile, lock, stack)
-    checks.insert(0, _reboot_check(host, reboot_required))
+    checks.insert(0, _reboot_check(host, reboot_required, mismatch))
+    checks.append(_xid_check(host, profile, nvidia, observed.get("kernel_log")))
     checks.append(_fabric_manager_check(host, profile, observed.get("fabric_manager"), pending))
     checks.append(_cuda_context_check(host, profile, observed.get("cuda"), pending))
     checks.append(_acs_check(host, profile, observed.get("pcie_acs")))

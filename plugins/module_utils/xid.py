@@ -107,3 +107,19 @@ def summary_text(summary):
         lines.append("  action: %s" % entry["action"])
         lines.append("  last:   %s" % entry["last"])
     return "\n".join(lines) + "\n"
+
+
+def judge(text, ignore=()):
+    """Split the Xid events of TEXT into the ones to act on and the ones to report.
+
+    Returns ``{"actionable": [...], "informational": [...]}``, each a :func:`summarize` list.
+    ``hw`` codes need a GPU reset, a drain or a replacement; codes not in this table are
+    actionable too, since nobody has said they are harmless. ``app`` codes are usually the
+    workload's fault, and codes in IGNORE (the operator's decision) are only reported.
+    """
+    ignore = set(int(code) for code in ignore or ())
+    result = {"actionable": [], "informational": []}
+    for entry in summarize(text):
+        harmless = entry["kind"] == "app" or entry["code"] in ignore
+        result["informational" if harmless else "actionable"].append(entry)
+    return result

@@ -40,3 +40,10 @@ def test_stack_versions_and_xid_summary():
     assert FILTERS["acceptance_xid_summary"](log)[0]["code"] == 48
     assert "Double-bit" in FILTERS["acceptance_xid_summary"](log, as_text=True)
     assert FILTERS["acceptance_xid_summary"](None) == []
+
+
+def test_driver_reboot():
+    proc = "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  550.163.01  Release Build  (x)  date\n"
+    assert FILTERS["acceptance_driver_reboot"](proc, "580.95.05-1") == {
+        "pending": True, "loaded": "550.163.01", "installed": "580.95.05-1"}
+    assert FILTERS["acceptance_driver_reboot"](None, "580.95.05-1")["pending"] is None

@@ -452,3 +452,179 @@ def test_reboot_pending_skips_gpu_checks_and_is_neither_pass_nor_failure():
     host = acceptance.host_markdown(HOST, checks)
     assert "**PENDING REBOOT**" in host
     assert "| reboot | PENDING | reboot required: GPU checks skipped" in host
+
+
+# --- gpu.xid: the NVRM Xid lines of this boot, in the driver's own format ---
+XID_79 = "NVRM: Xid (PCI:0000:18:00): 79, pid=2011, name=python3, GPU has fallen off the bus.\n"
+XID_13 = ("[ 812.4] NVRM: Xid (PCI:0000:00:06): 13, pid=3120, name=python3, Graphics SM Warp Exception on "
+          "(GPC 0, TPC 0, SM 0): Out Of Range Address\n")
+XID_43 = "NVRM: Xid (PCI:0000:00:06): 43, pid=3120, name=python3, Ch 00000008\n"
+
+
+def xid_check(text, profile=PROFILE, **observed):
+    observed = dict(h200_observed(), kernel_log={"text": text, "source": "journalctl -k -b"}, **observed)
+    return by_name(acceptance.evaluate(HOST, profile, LOCK, observed))["gpu.xid"]
+
+
+def test_fatal_xid_fails_naming_gpu_bus_code_and_meaning():
+    check = xid_check(XID_13 + XID_79 + XID_79)
+    assert check["status"] == "fail"
+    assert check["detail"].startswith("kernel log since boot (journalctl -k -b): Xid 79 x2 on 0000:18:00: "
+                                      "GPU has fallen off the bus (drain the node;")
+    # The captured H200 sits at 00000000:00:06.0: its Xid lines name it as GPU0.
+    assert ("reported, not failed (application or accepted codes): Xid 13 x1 on GPU0 (0000:00:06): "
+            "Graphics engine exception") in check["detail"]
+
+
+@pytest.mark.parametrize("code", [48, 63, 64, 74, 79, 94, 95, 119, 154])
+def test_every_hardware_xid_class_fails(code):
+    assert xid_check("NVRM: Xid (PCI:0000:00:06): %d, pid=1, name=x, text\n" % code)["status"] == "fail"
+
+
+def test_unknown_xid_fails_unless_the_profile_accepts_it():
+    line = "NVRM: Xid (PCI:0000:00:06): 999, pid=1, name=x, something new\n"
+    assert "not in this table" in xid_check(line)["detail"]
+    assert xid_check(line)["status"] == "fail"
+    check = xid_check(line, dict(PROFILE, xid_ignore=[999]))
+    assert check["status"] == "pass" and "Xid 999 x1 on GPU0 (0000:00:06)" in check["detail"]
+
+
+def test_only_informational_xid_passes_with_a_note():
+    check = xid_check(XID_13 + XID_43 + XID_43)
+    assert check["status"] == "pass"
+    assert check["detail"] == (
+        "no actionable Xid since boot (journalctl -k -b); reported, not failed (application or accepted codes): "
+        "Xid 43 x2 on GPU0 (0000:00:06): GPU stopped processing (channel reset by the driver); "
+        "Xid 13 x1 on GPU0 (0000:00:06): Graphics engine exception")
+
+
+def test_no_xid_passes_on_the_healthy_h200_kernel_log():
+    check = xid_check(fixture_text(H200, "dmesg_nvrm.txt"))
+    assert (check["status"], check["detail"]) == ("pass", "no Xid since boot (journalctl -k -b)")
+    assert xid_check("")["status"] == "pass"
+
+
+def test_xid_check_na_skipped_off_and_unreadable():
+    lab = acceptance.evaluate("lab-gpu-1", LAB, {}, {"nvidia": NO_GPU, "kernel_log": {"text": XID_79}})
+    assert (by_name(lab)["gpu.xid"]["status"], by_name(lab)["gpu.xid"]["detail"]) == (
+        "n/a", "no GPU present (profile lab has no GPUs)")
+    off = xid_check(XID_79, dict(PROFILE, xid=False))
+    assert (off["status"], off["detail"]) == ("n/a", "profile h200_capture does not check Xid events (xid: false)")
+    assert by_name(acceptance.evaluate(HOST, PROFILE, LOCK, h200_observed()))["gpu.xid"]["status"] == "skipped"
+    unreadable = dict(h200_observed(), kernel_log={"error": "dmesg: read kernel buffer failed: Operation not permitted"})
+    check = by_name(acceptance.evaluate(HOST, PROFILE, LOCK, unreadable))["gpu.xid"]
+    assert check["status"] == "fail"
+    assert check["detail"] == "the kernel log could not be read: dmesg: read kernel buffer failed: Operation not permitted"
+
+
+def test_xid_is_judged_while_a_reboot_is_pending():
+    check = xid_check(XID_79, reboot_required=True)
+    assert check["status"] == "fail" and "Xid 79 x1 on 0000:18:00" in check["detail"]
+
+
+# --- storage.tang: LUKS, bound, and open since boot ---
+TANG = {"device": "/dev/md/checkpoints", "luks": True, "bound": True, "servers": ["http://tang1"],
+        "check_open": True, "name": "checkpoints", "mount_point": "/data"}
+LSBLK_OPEN = "raid0 md127\ncrypt checkpoints\n"
+LSBLK_LOCKED = "raid0 md127\n"
+
+
+def tang_check(**tang):
+    observed = {"nvidia": NO_GPU, "tang": dict(TANG, **tang)}
+    return by_name(acceptance.evaluate("n1", LAB, {}, observed))["storage.tang"]
+
+
+def test_locked_data_volume_fails_saying_so():
+    check = tang_check(lsblk=LSBLK_LOCKED, mounted_from="")
+    assert check["status"] == "fail"
+    assert check["detail"] == (
+        "/dev/md/checkpoints is LUKS and bound to Tang (http://tang1) but LOCKED: not opened since boot "
+        "(is a Tang server reachable? `systemctl status systemd-cryptsetup@checkpoints`)")
+
+
+def test_open_and_mounted_data_volume_passes():
+    check = tang_check(lsblk=LSBLK_OPEN, mounted_from="/dev/mapper/checkpoints\n")
+    assert (check["status"], check["detail"]) == (
+        "pass", "/dev/md/checkpoints is LUKS and bound to Tang (http://tang1), open as /dev/mapper/checkpoints, "
+                "mounted at /data")
+    unmounted = tang_check(lsblk=LSBLK_OPEN, mount_point="", mounted_from="")
+    assert unmounted["status"] == "pass" and unmounted["detail"].endswith("open as /dev/mapper/checkpoints")
+
+
+def test_open_but_not_mounted_or_something_else_mounted_fails():
+    check = tang_check(lsblk=LSBLK_OPEN, mounted_from="")
+    assert check["status"] == "fail"
+    assert check["detail"].endswith("open as /dev/mapper/checkpoints, but not mounted at /data "
+                                    "(`systemctl status data.mount`)")
+    other = tang_check(lsblk=LSBLK_OPEN, mounted_from="/dev/sda3")
+    assert other["status"] == "fail" and other["detail"].endswith("but /dev/sda3 is mounted at /data instead")
+
+
+def test_open_state_unreadable_fails_and_switched_off_passes_honestly():
+    check = tang_check(lsblk=None, lsblk_error="lsblk: /dev/md/checkpoints: not a block device")
+    assert check["status"] == "fail"
+    assert check["detail"].endswith("but whether it is open could not be read: "
+                                    "lsblk: /dev/md/checkpoints: not a block device")
+    # The container lab: no device-mapper, the volume can never be opened there.
+    container = tang_check(check_open=False, name="labdata", device="/dev/loop3")
+    assert (container["status"], container["detail"]) == (
+        "pass", "/dev/loop3 is LUKS and bound to Tang (http://tang1); whether it is open was not checked "
+                "(verify_data_volume_open is false)")
+
+
+def test_crypt_mappings_from_lsblk():
+    assert acceptance.crypt_mappings("loop loop3\ncrypt labdata\n") == ["labdata"]
+    assert acceptance.crypt_mappings(LSBLK_LOCKED) == []
+    assert acceptance.crypt_mappings("") == []
+
+
+# --- reboot: the loaded kernel module against the installed driver ---
+PROC_OPEN = ("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  550.163.01  Release Build  "
+             "(dvs-builder@U16-I3-B03-4-3)  Tue Sep  2 19:52:33 UTC 2025\nGCC version:  gcc version 13.3.0\n")
+PROC_PROPRIETARY = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.95.05  Thu Sep 25 21:52:04 UTC 2025\n"
+
+
+@pytest.mark.parametrize("text, version", [
+    (PROC_OPEN, "550.163.01"),
+    (PROC_PROPRIETARY, "580.95.05"),
+    ("NVRM version: NVIDIA UNIX Open Kernel Module for aarch64  580.95.05  Release Build\n", "580.95.05"),
+    ("", None),
+    ("garbage\n", None),
+])
+def test_loaded_driver_version(text, version):
+    assert acceptance.loaded_driver_version(text) == version
+
+
+def test_loaded_driver_version_from_the_h200_boot_log():
+    assert acceptance.loaded_driver_version(fixture_text(H200, "dmesg_nvrm.txt")) == "580.159.04"
+
+
+@pytest.mark.parametrize("text, installed, pending", [
+    (PROC_OPEN, "580.95.05-1", True),           # upgraded, not rebooted
+    (PROC_OPEN, "550.163.01-1", False),
+    (PROC_OPEN, "1:550.163.01-0ubuntu1", False),
+    (PROC_PROPRIETARY, "580.95.05-1.el9", False),
+    (PROC_PROPRIETARY, "580.105.08-1.el9", True),
+    ("", "580.95.05-1", None),                  # no module loaded: nothing to compare
+    (PROC_OPEN, None, None),                    # no driver package found
+])
+def test_driver_reboot_pending_decision(text, installed, pending):
+    assert acceptance.driver_reboot_pending(text, installed)["pending"] is pending
+
+
+def test_loaded_module_not_the_installed_driver_is_a_pending_reboot_naming_both():
+    mismatch = acceptance.driver_reboot_pending(PROC_OPEN, "580.95.05-1")
+    assert mismatch == {"pending": True, "loaded": "550.163.01", "installed": "580.95.05-1"}
+    observed = dict(h200_observed(), reboot_required=False, driver_mismatch=mismatch)
+    observed["stack"]["driver"] = "580.95.05-1"
+    checks = acceptance.evaluate(HOST, NVSWITCH, dict(LOCK, driver="580.95.05"), observed)
+    named = by_name(checks)
+    assert failed(checks) == []
+    assert named["reboot"]["status"] == "pending"
+    assert named["reboot"]["detail"] == (
+        "reboot required: GPU checks skipped (the loaded NVIDIA kernel module is 550.163.01, the installed driver "
+        "is 580.95.05-1: nvidia-smi and NVML would answer 'Driver/library version mismatch'). Reboot into the "
+        "installed driver, then verify again")
+    for name in ("gpu.count", "gpu.ecc_errors", "gpu.fabric", "fabric.manager", "cuda.context"):
+        assert named[name]["status"] == "skipped", name
+    assert acceptance.fleet_report({HOST: checks})["pending_hosts"] == [HOST]

@@ -48,3 +48,12 @@ def test_every_known_code_has_meaning_kind_and_action():
     for code in xid.XID_CODES:
         entry = xid.meaning(code)
         assert entry["meaning"] and entry["action"] and entry["kind"] in ("app", "hw")
+
+
+def test_judge_splits_hardware_and_unknown_from_application_codes():
+    judged = xid.judge(LOG + "NVRM: Xid (PCI:0000:10:1c): 13, pid=7, Graphics Exception\n")
+    assert [e["code"] for e in judged["actionable"]] == [63, 3, 79]
+    assert [e["code"] for e in judged["informational"]] == [13]
+    accepted = xid.judge(LOG, ignore=["3"])
+    assert [e["code"] for e in accepted["informational"]] == [3]
+    assert xid.judge("") == {"actionable": [], "informational": []}
