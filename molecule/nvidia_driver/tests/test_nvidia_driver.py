@@ -7,7 +7,8 @@ import pytest
 # branch lock), as molecule.yml and converge.yml set them up.
 NODES = {
     "nvidia_driver-debian12": {"source": "distro", "upstream": "535.261.03", "pin": "535.261.03-*"},
-    "nvidia_driver-debian13": {"source": "mirror", "upstream": "550.163.01", "pin": "550.*"},
+    # The branch lock is resolved to one exact version and pinned at it (Fabric Manager must match).
+    "nvidia_driver-debian13": {"source": "mirror", "upstream": "550.163.01", "pin": "550.163.01-*"},
 }
 LOCKED = ["nvidia-smi", "libnvidia-ml1", "libcuda1"]
 HELD = LOCKED + ["nvidia-persistenced"]
@@ -94,3 +95,17 @@ def test_mirror_node_installs_from_signed_loopback_repo(host, node):
     # the repository really is signed: apt verified InRelease against the key
     lists = host.check_output("ls /var/lib/apt/lists/")
     assert "127.0.0.1:8088_._InRelease" in lists
+
+
+def test_persistenced_drop_in_follows_the_packaged_unit(host):
+    """A packaged unit with --no-persistence-mode gets the drop-in and runs without the flag."""
+    fragment = host.check_output("systemctl show --property=FragmentPath --value nvidia-persistenced.service")
+    packaged = host.file(fragment).content_string
+    dropin = host.file("/etc/systemd/system/nvidia-persistenced.service.d/gpucloud-persistence.conf")
+    effective = host.check_output("systemctl show --property=ExecStart --value nvidia-persistenced.service")
+    if "--no-persistence-mode" in packaged:
+        assert dropin.is_file and dropin.mode == 0o644
+        assert "ExecStart=\n" in dropin.content_string
+        assert "--no-persistence-mode" not in effective and "nvidia-persistenced" in effective
+    else:
+        assert not dropin.exists
