@@ -30,7 +30,12 @@ AFFINITY_COLUMNS = (
 )
 # A wrapped header may have any whitespace between the words of a column name.
 AFFINITY_HEADER = re.compile("|".join(r"\s+".join(name.split()) for name, _key in AFFINITY_COLUMNS))
+AFFINITY_WORDS = frozenset(word for name, _key in AFFINITY_COLUMNS for word in name.split())
 NIC_LEGEND_ENTRY = re.compile(r"^\s*(\S+)\s*:\s*(\S+)\s*$")
+NIC_COLUMN = re.compile(r"^NIC\d+$")
+LEGEND_ENTRY = re.compile(r"^\s*(X|NV#|[A-Z]+)\s*=\s*(\S.*)$")
+# Codes every generation's legend defines (K80-era drivers name SYS "SOC" and have no NODE, NV#).
+LEGEND_BASE_CODES = ("PHB", "PXB", "PIX")
 
 # Distance of a GPU to a NIC, nearest first, as NCCL ranks them.
 NIC_DISTANCE_ORDER = ("PIX", "PXB", "PHB", "NODE", "SYS")
@@ -67,8 +72,12 @@ def _is_row_start(tokens, labels):
     return len(tokens) >= 2 and tokens[0] in labels and _looks_like_link_cell(tokens[1])
 
 
+def _heading(line):
+    return line.strip().rstrip(":").strip().lower()
+
+
 def _is_legend(line):
-    return line.strip().rstrip(":").strip().lower() in ("legend", "nic legend")
+    return _heading(line) in ("legend", "nic legend")
 
 
 def _parse_header(header):
@@ -81,22 +90,49 @@ def _parse_header(header):
     return labels, columns
 
 
-def _join_wrapped(previous, following, valid):
-    """Join a line wrapped by a terminal or a paste.
+class _WrappedLine:
+    """Joins the pieces of a line wrapped by a terminal or a paste, in one pass.
 
     A wrap may cut a token in two ("NV1" / "2") or fall on the gap between
     two tokens whose whitespace got lost ("SYS" / "SYS").  The pieces are
-    glued when only the glued token is valid.
+    glued when only the glued token is valid, else a TAB goes between them.
+    Each piece is split once and the tokens so far are kept, so joining n
+    pieces costs their total length, not n times it.
     """
-    if not previous.strip():
-        return following
-    if previous[-1].isspace() or not following or following[0].isspace():
-        return previous + following
-    head = previous.split()[-1]
-    tail = following.split()[0]
-    if valid(head + tail) and not (valid(head) and valid(tail)):
-        return previous + following
-    return previous + "\t" + following
+
+    def __init__(self):
+        self._pieces = []
+        self.tokens = []
+        self._settled = set()
+        self._ends_in_space = True
+
+    def add(self, piece, valid):
+        new = piece.split()
+        if not self.tokens:
+            # Leading whitespace-only pieces carry nothing.
+            self._pieces = [piece]
+        elif self._ends_in_space or not piece or piece[0].isspace():
+            self._pieces.append(piece)
+        else:
+            head, tail = self.tokens[-1], new[0]
+            if valid(head + tail) and not (valid(head) and valid(tail)):
+                self.tokens[-1] = head + tail
+                new = new[1:]
+                self._pieces.append(piece)
+            else:
+                self._pieces.extend(("\t", piece))
+        for token in new:
+            if self.tokens:
+                self._settled.add(self.tokens[-1])
+            self.tokens.append(token)
+        if piece:
+            self._ends_in_space = piece[-1].isspace()
+
+    def has_token(self, token):
+        return token in self._settled or (bool(self.tokens) and self.tokens[-1] == token)
+
+    def text(self):
+        return "".join(self._pieces)
 
 
 def _header_token_valid(token):
@@ -184,8 +220,13 @@ def _row_cells(line, width, columns):
 
 
 def _collect_rows(lines, start, labels, columns):
-    """Group physical lines into logical rows, following wrapped rows."""
+    """Group physical lines into logical rows, following wrapped rows.
+
+    Each line is split once; a row carries the count of its tokens so far.
+    """
     rows = []
+    seen = 0
+    label_set = frozenset(labels)
     end = len(lines)
     for number in range(start, len(lines)):
         line = lines[number]
@@ -195,19 +236,21 @@ def _collect_rows(lines, start, labels, columns):
         if _is_legend(line):
             end = number
             break
-        if _is_row_start(tokens, labels):
+        if _is_row_start(tokens, label_set):
             rows.append([line])
+            seen = len(tokens) - 1
             continue
-        if rows and _row_needs_more(rows[-1], len(labels), len(columns), tokens):
+        if rows and _row_needs_more(seen, len(labels), len(columns), tokens):
             rows[-1].append(line)
+            seen += len(tokens)
             continue
         end = number
         break
     return rows, end
 
 
-def _row_needs_more(row_lines, width, trailing, next_tokens):
-    seen = len(" ".join(row_lines).split()) - 1
+def _row_needs_more(seen, width, trailing, next_tokens):
+    """Whether a row holding `seen` cells after its label continues on a line of `next_tokens`."""
     if seen < width:
         return True
     return seen < width + trailing and all(AFFINITY_VALUE.match(token) for token in next_tokens)
@@ -226,11 +269,11 @@ def _parse_row(row_lines, width, columns):
         # A hard wrap that kept every character: the glued line is the original.
         label, links, trailing = _row_cells(glued, width, columns)
     else:
-        joined = row_lines[0]
-        for following in row_lines[1:]:
-            inside_matrix = len(joined.split()) - 1 < width
-            joined = _join_wrapped(joined, following, _link_token_valid if inside_matrix else AFFINITY_VALUE.match)
-        tokens = joined.split()
+        joined = _WrappedLine()
+        for piece in row_lines:
+            inside_matrix = len(joined.tokens) - 1 < width
+            joined.add(piece, _link_token_valid if inside_matrix else AFFINITY_VALUE.match)
+        tokens = joined.tokens
         label, links, trailing = tokens[0], tokens[1:width + 1], tokens[width + 1:]
     if len(links) != width:
         raise ValueError(
@@ -239,20 +282,71 @@ def _parse_row(row_lines, width, columns):
     return label, links, _affinity_from_cells(trailing, columns)
 
 
-def _parse_nic_legend(lines):
+def _legend_codes(lines, matrix_end):
+    """Read the Legend that nvidia-smi prints right after the matrix.
+
+    Returns (code -> description, the lines after the Legend).  A matrix cut
+    short, or text that only looks like one, has no Legend there.
+    """
+    at = next((number for number in range(matrix_end, len(lines)) if lines[number].strip()), None)
+    if at is None or _heading(lines[at]) != "legend":
+        found = "the end of the text" if at is None else repr(lines[at].strip()[:60])
+        raise ValueError(
+            "the topology matrix is followed by %s, not by its Legend: truncated or altered output "
+            "(nvidia-smi topo -m always prints the Legend)" % found
+        )
+    codes = {}
+    for number in range(at + 1, len(lines)):
+        if _is_legend(lines[number]):
+            return codes, lines[number:]
+        # Lines without "CODE =" are the rest of a wrapped description.
+        match = LEGEND_ENTRY.match(lines[number])
+        if match is not None:
+            codes[match.group(1)] = match.group(2)
+    return codes, []
+
+
+def _check_legend(codes, links):
+    if not codes.get("X", "").startswith("Self"):
+        raise ValueError("the topology Legend lacks \"X = Self\" (truncated output?)")
+    used = set(
+        "NV#" if NVLINK.match(code) else code
+        for row in links.values() for code in row.values() if code != "N/A"
+    )
+    wanted = set(LEGEND_BASE_CODES) | used
+    if "SOC" not in codes:
+        wanted.add("SYS")
+    missing = sorted(code for code in wanted if code not in codes)
+    if missing:
+        raise ValueError(
+            "the topology Legend does not define %s (truncated output?)" % ", ".join(missing)
+        )
+
+
+def _nic_legend(lines, nics):
+    """NIC label -> device name from the "NIC Legend", which must name every NICn column."""
     legend = {}
-    in_legend = False
-    for line in lines:
-        stripped = line.strip()
-        if stripped.lower().startswith("nic legend"):
-            in_legend = True
-            continue
-        if not in_legend or not stripped:
+    has_heading = bool(lines) and _heading(lines[0]) == "nic legend"
+    for line in lines[1:] if has_heading else []:
+        if not line.strip():
             continue
         match = NIC_LEGEND_ENTRY.match(line)
         if match is None:
             break
+        if match.group(1) in legend:
+            raise ValueError("the NIC Legend names %s twice" % match.group(1))
         legend[match.group(1)] = match.group(2)
+    numbered = [nic for nic in nics if NIC_COLUMN.match(nic)]
+    if numbered and not has_heading:
+        raise ValueError(
+            "the topology matrix has NIC columns (%s) but no NIC Legend: truncated output?" % ", ".join(numbered)
+        )
+    missing = [nic for nic in numbered if nic not in legend]
+    if missing:
+        raise ValueError("the NIC Legend lacks %s (truncated output?)" % ", ".join(missing))
+    unknown = [nic for nic in legend if nic not in nics]
+    if unknown:
+        raise ValueError("the NIC Legend names %s, which the matrix has no column for" % ", ".join(unknown))
     return legend
 
 
@@ -272,7 +366,8 @@ def parse_topo_matrix(text):
 
     - ``gpus``: GPU column labels in order (``["GPU0", ...]``)
     - ``nics``: the other column labels in order (``NIC0``... or ``mlx5_0``...)
-    - ``nic_names``: NIC label -> device name from the "NIC Legend" (label -> itself without legend)
+    - ``nic_names``: NIC label -> device name from the "NIC Legend"; old drivers' columns
+      are named after the device (``mlx5_0``) and have no legend: label -> itself
     - ``links``: ``links[a][b]`` is the connection code between two different devices,
       verbatim (``NV12``, ``PIX``, ``SYS``, ``SOC``...)
     - ``affinity``: GPU label -> ``{"cpus", "numa", "gpu_numa_id"}``, None when the column
@@ -280,7 +375,10 @@ def parse_topo_matrix(text):
 
     Handles the three header generations, TABs or spaces, ANSI escapes,
     Windows line endings, blank lines and rows wrapped over several lines.
-    Raises ValueError on text that is not a topology matrix.
+    Raises ValueError on text that is not a topology matrix, and on a matrix
+    that is not followed by its complete Legend (every code it uses, ``X =
+    Self``) and, with ``NICn`` columns, a "NIC Legend" naming each of them:
+    truncated output must not pass for a smaller topology.
     """
     if not isinstance(text, str):
         raise ValueError("topology text must be a string, got %s" % type(text).__name__)
@@ -294,19 +392,24 @@ def parse_topo_matrix(text):
     if header_at is None:
         raise ValueError("no GPU column header (GPU0 ...) found: not `nvidia-smi topo -m` output")
 
-    header = lines[header_at]
+    header = _WrappedLine()
+    header.add(lines[header_at], _header_token_valid)
     row_at = None
     for number in range(header_at + 1, len(lines)):
         line = lines[number]
         tokens = line.split()
         if not tokens:
             continue
-        labels, _columns = _parse_header(header)
-        if _is_row_start(tokens, labels) or _is_legend(line):
+        if _is_legend(line) or (
+            len(tokens) >= 2
+            and tokens[0] not in AFFINITY_WORDS
+            and header.has_token(tokens[0])
+            and _looks_like_link_cell(tokens[1])
+        ):
             row_at = number
             break
-        header = _join_wrapped(header, line, _header_token_valid)
-    labels, columns = _parse_header(header)
+        header.add(line, _header_token_valid)
+    labels, columns = _parse_header(header.text())
     if row_at is None or _is_legend(lines[row_at]):
         raise ValueError("topology header has no matrix rows below it")
     if len(set(labels)) != len(labels):
@@ -333,6 +436,9 @@ def parse_topo_matrix(text):
     missing = [gpu for gpu in gpus if gpu not in links]
     if missing:
         raise ValueError("topology matrix lacks the rows of %s (truncated output?)" % ", ".join(missing))
+    codes, after_legend = _legend_codes(lines, matrix_end)
+    _check_legend(codes, links)
+    nic_names = _nic_legend(after_legend, nics)
     for nic in nics:
         # Old drivers and some pastes omit NIC rows; the matrix is symmetric.
         row = links.setdefault(nic, {})
@@ -342,11 +448,10 @@ def parse_topo_matrix(text):
         if any(code is None for code in row.values()):
             raise ValueError("topology matrix has no row for %s and cannot infer it" % nic)
 
-    legend = _parse_nic_legend(lines[matrix_end:])
     return {
         "gpus": gpus,
         "nics": nics,
-        "nic_names": dict((nic, legend.get(nic, nic)) for nic in nics),
+        "nic_names": dict((nic, nic_names.get(nic, nic)) for nic in nics),
         "links": links,
         "affinity": affinity,
     }

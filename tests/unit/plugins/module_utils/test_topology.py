@@ -7,6 +7,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import re
+import sys
 
 import pytest
 
@@ -29,6 +30,8 @@ K80 = ("public", "topo", "k80-2board-4gpu-mlx4-soc-legend-microway.txt")
 RTX3090 = ("public", "topo", "rtx3090-2gpu-nv4-bridge-ryzen5900x.txt")
 H200 = ("h200-ubuntu2404-driver580", "nvidia-smi_topo_-m.txt")
 ALL_FIXTURES = [A100_4, DGX_A100, DGX1_V100, H800, K80, RTX3090, H200]
+# Rows GPU0..GPU4 of an 8-GPU, 10-NIC matrix, no legend: what a cut-off paste looks like.
+H100_EXCERPT = ("public", "topo", "h100-8gpu-nv18-10nic-vllm29944-excerpt.txt")
 
 GPUS8 = ["GPU%d" % index for index in range(8)]
 
@@ -39,6 +42,12 @@ def parse(fixture):
 
 def aff(cpus, numa, gpu_numa_id):
     return {"cpus": cpus, "numa": numa, "gpu_numa_id": gpu_numa_id}
+
+
+def legend_of(fixture):
+    """The Legend (and NIC Legend) block of a real capture, to end synthetic matrices with."""
+    text = fixture_text(*fixture)
+    return text[text.index("Legend:"):]
 
 
 def test_a100_4gpu_old_nic_column_and_numa_affinity():
@@ -259,6 +268,7 @@ def test_missing_nic_rows_are_inferred_from_the_gpu_rows():
 
 def test_na_affinity_cells_are_kept_verbatim():
     text = "\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\nGPU0\t X \tNV18\tN/A\tN/A\t\tN/A\nGPU1\tNV18\t X \tN/A\tN/A\t\tN/A\n"
+    text += "\n" + legend_of(H200)
     topo = parse_topo_matrix(text)
     assert topo["affinity"]["GPU1"] == aff("N/A", "N/A", "N/A")
     assert check_expect(topo, {"require_affinity": True}) == [
@@ -269,7 +279,10 @@ def test_na_affinity_cells_are_kept_verbatim():
 
 def test_grace_hopper_style_gpu_numa_id():
     text = "\tGPU0\tNIC0\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\nGPU0\t X \tSYS\t0-71\t0\t\t1\nNIC0\tSYS\t X \t\t\t\t\n"
-    assert parse_topo_matrix(text)["affinity"]["GPU0"] == aff("0-71", "0", "1")
+    text += "\n" + legend_of(H200) + "\nNIC Legend:\n\n  NIC0: mlx5_0\n"
+    topo = parse_topo_matrix(text)
+    assert topo["affinity"]["GPU0"] == aff("0-71", "0", "1")
+    assert topo["nic_names"] == {"NIC0": "mlx5_0"}
 
 
 @pytest.mark.parametrize("text, message", [
@@ -302,6 +315,132 @@ def test_other_captures_of_the_h200_host_are_rejected(name):
 def test_p2p_status_matrix_is_rejected():
     with pytest.raises(ValueError, match="topo -p2p"):
         parse_topo_matrix(fixture_text("h200-ubuntu2404-driver580", "nvidia-smi_topo_-p2p_r.txt"))
+
+
+def _lines_before(text, start):
+    lines = text.split("\n")
+    return lines[:next(number for number, line in enumerate(lines) if line.startswith(start))]
+
+
+def _matrix_cuts(fixture):
+    """Every way to cut a capture after its header and before its Legend."""
+    lines = _lines_before(fixture_text(*fixture), "Legend:")
+    return ["\n".join(lines[:end]) + "\n" for end in range(2, len(lines) + 1)]
+
+
+@pytest.mark.parametrize("fixture", ALL_FIXTURES, ids=lambda fixture: fixture[-1])
+def test_matrix_without_its_legend_is_refused(fixture):
+    """Cut after any row, even after the last GPU row, the matrix is refused: no smaller topology."""
+    for text in _matrix_cuts(fixture):
+        with pytest.raises(ValueError, match="truncated"):
+            parse_topo_matrix(text)
+        with pytest.raises(ValueError, match="truncated"):
+            parse_topo_matrix(_hard_wrap(text, 80))
+
+
+def test_cut_after_the_gpu_rows_names_the_missing_legend():
+    """The NIC row could be inferred from the GPU rows; without the Legend nothing says the text is whole."""
+    text = "\n".join(_lines_before(fixture_text(*A100_4), "mlx5_0\t")) + "\n"
+    with pytest.raises(ValueError, match="followed by the end of the text, not by its Legend"):
+        parse_topo_matrix(text)
+
+
+def test_matrix_followed_by_other_text_is_refused():
+    lines = _lines_before(fixture_text(*DGX_A100), "NIC7 ")
+    text = "\n".join(lines + ["Connection to gpu-node-07 closed.", "", legend_of(DGX_A100)])
+    with pytest.raises(ValueError, match="followed by 'Connection to gpu-node-07 closed.', not by its Legend"):
+        parse_topo_matrix(text)
+
+
+def test_public_h100_excerpt_is_refused():
+    """The stored text of vllm-project/vllm#29944 stops after GPU4's row: not a topology."""
+    with pytest.raises(ValueError, match="lacks the rows of GPU5, GPU6, GPU7"):
+        parse(H100_EXCERPT)
+    with pytest.raises(ValueError, match="lacks the rows of GPU5, GPU6, GPU7"):
+        parse_topo_matrix(fixture_text(*H100_EXCERPT) + "\n" + legend_of(DGX_A100))
+
+
+@pytest.mark.parametrize("fixture, cut_before, message", [
+    (DGX_A100, "  NODE =", "Legend does not define NODE, NV#, PHB, PIX, PXB"),
+    (K80, "  PIX =", "Legend does not define PIX"),
+    (RTX3090, "  NV#  =", "Legend does not define NV#"),
+    (DGX_A100, "  X    =", "Legend lacks \"X = Self\""),
+    (DGX_A100, "NIC Legend:", "has NIC columns \\(NIC0, NIC1, NIC2, NIC3, NIC4, NIC5, NIC6, NIC7\\) but no NIC Legend"),
+    (DGX1_V100, "NIC Legend:", "has NIC columns \\(NIC0\\) but no NIC Legend"),
+    (DGX_A100, "  NIC4: mlx5_4", "NIC Legend lacks NIC4, NIC5, NIC6, NIC7"),
+    (H800, "  NIC16: mlx5_16", "NIC Legend lacks NIC16"),
+])
+def test_legend_cut_short_is_refused(fixture, cut_before, message):
+    text = "\n".join(_lines_before(fixture_text(*fixture), cut_before)) + "\n"
+    with pytest.raises(ValueError, match=message):
+        parse_topo_matrix(text)
+
+
+def test_nic_legend_of_another_machine_is_refused():
+    with pytest.raises(ValueError, match="NIC Legend names NIC0, which the matrix has no column for"):
+        parse_topo_matrix(fixture_text(*H200) + "\nNIC Legend:\n\n  NIC0: mlx5_0\n")
+    with pytest.raises(ValueError, match="NIC Legend names NIC3 twice"):
+        parse_topo_matrix(fixture_text(*DGX_A100) + "  NIC3: mlx5_9\n")
+
+
+def test_legend_entries_the_matrix_does_not_use_may_be_absent():
+    """Drivers before NVLink print no NV# line: only the codes of the matrix are required."""
+    text = "\n".join(line for line in fixture_text(*H200).split("\n") if not line.startswith("  NV#"))
+    assert parse_topo_matrix(text) == parse(H200)
+
+
+def _synthetic_matrix(count):
+    """`count` GPUs in two NVLink islands (NV18 within each half, SYS across), TAB-separated, with a Legend."""
+    half = count // 2
+    names = ["GPU%d" % index for index in range(count)]
+    lines = ["\t" + "\t".join(names) + "\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID"]
+    for index, name in enumerate(names):
+        cells = [" X " if other == index else "NV18" if (other < half) == (index < half) else "SYS"
+                 for other in range(count)]
+        cpus, numa = ("0-63", "0") if index < half else ("64-127", "1")
+        lines.append("%s\t%s\t%s\t%s\t\tN/A" % (name, "\t".join(cells), cpus, numa))
+    return "\n".join(lines) + "\n\n" + legend_of(H200)
+
+
+def _characters_split(text):
+    """Parse `text`; return the result and how many characters str.split() was handed.
+
+    Counts work, not time: a quadratic joiner re-splits the growing line for every
+    wrapped piece, a linear one splits each piece a bounded number of times.
+    """
+    work = [0]
+
+    def profile(_frame, event, arg):
+        if event == "c_call" and getattr(arg, "__name__", None) == "split" and isinstance(
+                getattr(arg, "__self__", None), str):
+            work[0] += len(arg.__self__)
+
+    previous = sys.getprofile()
+    sys.setprofile(profile)
+    try:
+        result = parse_topo_matrix(text)
+    finally:
+        sys.setprofile(previous)
+    return result, work[0]
+
+
+def test_joining_wrapped_lines_is_linear():
+    """Header and rows of 32 and 128 GPUs wrapped at 28 columns: 4x the pieces per line, same work per character."""
+    per_character = []
+    for count in (32, 128):
+        text = _synthetic_matrix(count)
+        wrapped = _hard_wrap(text, 28, strip=True)
+        # Every matrix line (8 columns a cell) is cut into count * 8 // 28 pieces or more.
+        assert len(wrapped.split("\n")) > count * (count * 8 // 28)
+        result, work = _characters_split(wrapped)
+        original = parse_topo_matrix(text)
+        # A cut inside "64-127" is ambiguous ("64-1" and "27" are values too): compare the matrix.
+        for key in ("gpus", "nics", "nic_names", "links"):
+            assert result[key] == original[key]
+        assert result["links"]["GPU0"]["GPU%d" % (count - 1)] == "SYS"
+        per_character.append(float(work) / len(wrapped))
+    assert per_character[1] < 4, per_character
+    assert per_character[1] < 1.2 * per_character[0], per_character
 
 
 def test_non_text_is_rejected():

@@ -97,6 +97,15 @@ def test_not_a_topology():
     assert result["msg"].startswith("cannot parse nvidia-smi topo -m output from src: this is a `nvidia-smi topo -p2p`")
 
 
+def test_truncated_capture_fails_instead_of_reporting_fewer_nics():
+    text = fixture_text(*DGX_A100)
+    result = run_module(nvidia_topology, {"topology_text": text[:text.index("  NIC4: mlx5_4")]})
+    assert result["failed"] is True
+    assert result["msg"] == ("cannot parse nvidia-smi topo -m output from topology_text: "
+                             "the NIC Legend lacks NIC4, NIC5, NIC6, NIC7 (truncated output?)")
+    assert "topology" not in result
+
+
 def test_unreadable_src(tmp_path):
     result = run_module(nvidia_topology, {"src": str(tmp_path / "absent.txt")})
     assert result["msg"].startswith("cannot read src %s" % (tmp_path / "absent.txt"))
