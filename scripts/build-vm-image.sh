@@ -96,6 +96,10 @@ kver=${kver#vmlinuz-}
 
 # ---- a VM, not a container: udev, getty on ttyS0, fstab, network, identity
 for unit in "${UNMASK[@]}"; do rm -f "$root/etc/systemd/system/$unit"; done
+# podman export leaves its run-time stubs (or nothing) for these three.
+echo localhost >"$root/etc/hostname"
+chmod 0644 "$root/etc/hostname"
+printf '127.0.0.1 localhost\n::1 localhost ip6-localhost ip6-loopback\n' >"$root/etc/hosts"
 uuid=$(cat /proc/sys/kernel/random/uuid)
 echo "UUID=$uuid / ext4 errors=remount-ro 0 1" >"$root/etc/fstab"
 touch "$root/boot/gpucloud-lab-root"
@@ -117,7 +121,8 @@ cat >"$root/usr/local/sbin/gpucloud-vm-identity" <<'SH'
 set -eu
 modprobe qemu_fw_cfg 2>/dev/null || true
 d=/sys/firmware/qemu_fw_cfg/by_name/opt/gpucloud
-[ -d "$d" ] || exit 0
+[ -d "$d" ] || { echo "gpucloud-vm-identity: no opt/gpucloud entries in fw_cfg"; exit 0; }
+touch /etc/hosts
 if [ -r "$d/hostname/raw" ]; then
   name=$(cat "$d/hostname/raw")
   [ "$(cat /etc/hostname 2>/dev/null)" = "$name" ] || echo "$name" >/etc/hostname
@@ -148,6 +153,7 @@ Wants=network-pre.target
 Type=oneshot
 RemainAfterExit=yes
 ExecStart=/usr/local/sbin/gpucloud-vm-identity
+StandardOutput=journal+console
 
 [Install]
 WantedBy=sysinit.target

@@ -397,11 +397,12 @@ def create(fleet, specs, boot_timeout=None):
             args += ["--tmpfs", tmp]
         args += [refs[name], "/sbin/init"]
         podman(*args)
-    started = time.time()
     try:
+        # Builds the base disk when missing, and may probe KVM: containers boot meanwhile.
         states = lab_vm.start_vms(fleet, vm_specs, ssh_key(), set(foreign)) if vm_specs else []
     except lab_vm.VMError as exc:
         raise LabError(str(exc)) from exc
+    started = time.time()
     deadline = started + (boot_timeout or BOOT_TIMEOUT)
     for spec in specs:
         wait_booted(spec["name"], deadline)

@@ -426,6 +426,7 @@ def wait_booted(state, key_path, deadline):
     """Wait until SSH works and systemd says running/degraded; return (state, seconds)."""
     started = time.time()
     said = "no SSH yet"
+    refused = 0
     while time.time() < deadline:
         if not running_pid(state):
             raise VMError("VM '%s' stopped while booting; serial log: %s/serial.log"
@@ -436,6 +437,10 @@ def wait_booted(state, key_path, deadline):
             said = proc.stdout.strip() or proc.stderr.strip() or said
         except subprocess.TimeoutExpired:
             continue
+        refused = refused + 1 if "Permission denied" in said else 0
+        if refused >= 3:
+            raise VMError("VM '%s' refuses the lab key (%s): did gpucloud-vm-identity.service "
+                          "fail? serial log: %s/serial.log" % (state["name"], said, state["dir"]))
         if said in ("running", "degraded"):
             if said == "degraded":
                 failed = ssh(state, key_path, "systemctl", "--failed", "--no-legend",
