@@ -1,0 +1,35 @@
+# Copyright (c) 2026, gpucloud.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+# Documentation: rollout_plan.yml beside this file. Logic: module_utils/rollout.py.
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from collections.abc import Mapping
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpucloud.fleet.plugins.module_utils import rollout
+
+
+def rollout_plan(hosts, profile_groups, groups, serial):
+    if isinstance(hosts, (str, Mapping)) or not hasattr(hosts, '__iter__'):
+        raise AnsibleFilterError("rollout_plan: expected a list of hosts, got %s" % type(hosts).__name__)
+    if isinstance(profile_groups, (str, Mapping)) or not hasattr(profile_groups, '__iter__'):
+        raise AnsibleFilterError("rollout_plan: gpucloud_profile_groups must be a list of group names, got %r"
+                                 % (profile_groups,))
+    if not isinstance(groups, Mapping):
+        raise AnsibleFilterError("rollout_plan: groups must be a mapping group -> hosts, got %s" % type(groups).__name__)
+    try:
+        return rollout.plan(list(hosts), list(profile_groups),
+                            dict((str(k), [str(h) for h in v or []]) for k, v in groups.items()), serial)
+    except (rollout.RolloutError, TypeError) as exc:
+        raise AnsibleFilterError("rollout_plan: %s" % exc)
+
+
+class FilterModule(object):
+    def filters(self):
+        return {"rollout_plan": rollout_plan}

@@ -1,0 +1,107 @@
+# Copyright (c) 2026, gpucloud.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""The order in which site.yml rolls out GPU nodes, and its batch sizes.
+
+A canary batch must exercise every hardware profile present: the first node of each
+profile (inventory order) goes first, the other nodes follow in inventory order.
+A rollout asks for a canary with a ``serial`` list whose first entry is 1 and which has
+further entries (``[1, "10%", "25%"]``); its first entry becomes the number of profiles
+present, so that the canary batch holds those first nodes. Pure: no Ansible objects.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+# A serial entry: a whole number of hosts, or a percentage of the play's hosts.
+_COUNT_RE = re.compile(r"[0-9]+")
+_PERCENT_RE = re.compile(r"[0-9]+(\.[0-9]+)?%")
+
+
+class RolloutError(ValueError):
+    """The hosts, profiles or serial cannot give a rollout order."""
+
+
+def _serial_entry(entry):
+    """1, "1", "10%" -> 1, 1, "10%"; anything else (0, -1, True, "x", 1.5) raises."""
+    if isinstance(entry, bool):
+        raise RolloutError("serial entry %r is not a number of hosts or a percentage" % (entry,))
+    if isinstance(entry, int):
+        number = entry
+    elif isinstance(entry, str) and _COUNT_RE.fullmatch(entry.strip()):
+        number = int(entry.strip())
+    elif isinstance(entry, str) and _PERCENT_RE.fullmatch(entry.strip()):
+        if float(entry.strip()[:-1]) <= 0:
+            raise RolloutError("serial entry %r must be more than 0%%" % (entry,))
+        return entry.strip()
+    else:
+        raise RolloutError("serial entry %r is not a number of hosts or a percentage like \"25%%\"" % (entry,))
+    if number <= 0:
+        raise RolloutError("serial entry %r must be at least 1" % (entry,))
+    return number
+
+
+def serial_list(serial):
+    """site_serial as a list of entries (a single value is a list of one)."""
+    entries = serial if isinstance(serial, (list, tuple)) else [serial]
+    if not entries:
+        raise RolloutError("serial is empty: give a number of hosts, a percentage or a list of them")
+    return [_serial_entry(entry) for entry in entries]
+
+
+def asks_for_canary(serial):
+    """A list starting with 1 and going on is a canary; a lone 1 is one node at a time."""
+    entries = serial_list(serial)
+    return len(entries) > 1 and entries[0] == 1
+
+
+def host_profiles(hosts, profile_groups, groups):
+    """host -> its one profile group; a host in none or several raises, naming them."""
+    profile_of = {}
+    for host in hosts:
+        found = [profile for profile in profile_groups if host in (groups.get(profile) or [])]
+        if len(found) != 1:
+            raise RolloutError(
+                "%s is in the profile groups %s; a GPU node belongs to exactly one of %s"
+                % (host, found, list(profile_groups)))
+        profile_of[host] = found[0]
+    return profile_of
+
+
+def plan(hosts, profile_groups, groups, serial):
+    """The rollout order and serial for HOSTS (the play's hosts, inventory order, --limit applied).
+
+    PROFILE_GROUPS lists the hardware-profile groups, GROUPS maps a group to its hosts
+    (Ansible's ``groups``), SERIAL is site_serial. Returns a dict:
+    ``order`` (canaries first, then the rest in inventory order), ``canaries`` (the first
+    node of each profile present), ``profiles`` (those present, in PROFILE_GROUPS order),
+    ``serial`` (SERIAL as a list, its canary entry widened to one node per profile) and
+    ``canary`` (whether SERIAL asks for one).
+    """
+    hosts = [str(host) for host in hosts]
+    if len(set(hosts)) != len(hosts):
+        raise RolloutError("hosts are listed more than once: %s" % sorted(set(h for h in hosts if hosts.count(h) > 1)))
+    profile_groups = [str(profile) for profile in profile_groups]
+    profile_of = host_profiles(hosts, profile_groups, groups)
+    canaries = []
+    profiles = []
+    for profile in profile_groups:
+        members = [host for host in hosts if profile_of[host] == profile]
+        if members:
+            profiles.append(profile)
+            canaries.append(members[0])
+    entries = serial_list(serial)
+    canary = asks_for_canary(entries)
+    if canary:
+        entries = [max(len(profiles), 1)] + entries[1:]
+    return {
+        "order": canaries + [host for host in hosts if host not in canaries],
+        "canaries": canaries,
+        "profiles": profiles,
+        "serial": entries,
+        "canary": canary,
+    }
