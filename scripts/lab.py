@@ -43,8 +43,9 @@ GPUCLOUD_VMS_DIR/<fleet>/<name>/ (default /var/tmp/gpucloud-lab/vms). The invent
 reaches a VM over SSH on 127.0.0.1:<forwarded port> whatever --transport says, and
 tells lab_kind, lab_vm_accel and lab_forwarded_ports. GPUCLOUD_VM_ACCEL=auto|kvm|tcg:
 auto probes KVM once per host kernel + QEMU version (KVM guests hang after the kernel
-decompressor on the CI machines) and falls back to TCG; TCG boots take 1-3 minutes on
-two busy cores, so VMs wait up to 600 s unless --boot-timeout says otherwise.
+decompressor on the CI machines) and falls back to TCG; TCG boots took 40-100 s on two
+busy cores (docs/development.md), so VMs wait up to 600 s unless --boot-timeout says
+otherwise.
 Environment: scripts/env.sh (CONTAINERS_CONF, GPUCLOUD_IMAGE_PREFIX,
 GPUCLOUD_APT_CACHE, GPUCLOUD_LAB_SSH_KEY).
 """
