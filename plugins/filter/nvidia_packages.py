@@ -53,6 +53,7 @@ FILTERS = {
     "nvidia_cuda_sources": nvidia_cuda_sources,
     "nvidia_cudnn_packages": np.cudnn_packages,
     "nvidia_nccl_packages": np.nccl_packages,
+    "nvidia_version_matches": np.version_matches,
     "nvidia_persistenced_override": np.persistenced_override,
 }
 

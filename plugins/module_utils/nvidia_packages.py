@@ -296,12 +296,43 @@ def _cuda_parts(cuda_version):
     return text.split(".")
 
 
+# cuDNN versions have four components (9.19.0.56); version locks often name only a prefix.
+CUDNN_VERSION_PARTS = 4
+
+
+def version_pattern(version, full_parts, full_suffix):
+    """The apt/dnf version glob for VERSION, given in full or as a prefix of components.
+
+    A full version (FULL_PARTS components, 9.19.0.56) is followed by FULL_SUFFIX (its release,
+    e.g. ``-*``); a prefix (9.19) matches every version under it: ``9.19.*``, which takes
+    9.19.0.56-1 but not 9.190.0.1 (``9.19-*`` matched nothing: no cuDNN is version 9.19).
+    """
+    version = str(version or "")
+    parts = version.split(".")
+    if not version or not all(part.isdigit() for part in parts) or len(parts) > full_parts:
+        raise NvidiaPackageError("%r is not a version of at most %d numeric components" % (version, full_parts))
+    return version + (full_suffix if len(parts) == full_parts else ".*")
+
+
+def version_matches(wanted, found):
+    """Whether FOUND (a header's 9.19.0) is the version WANTED names, comparing only the
+    components both give: 9.19 takes 9.19.0, 9.19.0.56 takes 9.19.0 (a header has no build),
+    9.1 does not take 9.19.0. An unreadable component ('?') never matches."""
+    wanted_parts = str(wanted or "").split(".")
+    found_parts = str(found or "").split(".")
+    if not all(part.isdigit() for part in wanted_parts):
+        raise NvidiaPackageError("%r is not a version (numeric components)" % (wanted,))
+    shared = min(len(wanted_parts), len(found_parts))
+    return [int(p) for p in wanted_parts[:shared]] == [int(p) if p.isdigit() else None for p in found_parts[:shared]]
+
+
 def cudnn_packages(major, cuda_version, pkg_mgr, repo_distro, version=""):
     """cuDNN runtime and development packages, with their version constraint.
 
     apt: cuDNN 9 is named per CUDA major (libcudnn9-cuda-12=9.x.y.z-1); cuDNN 8 has one name
     and the CUDA build in the version (libcudnn8=8.9.7.29-1+cuda12.2), matched on the CUDA
-    major because 8.9 was built for one minor of each major. dnf: pkg-VERSION*.
+    major because 8.9 was built for one minor of each major. dnf: pkg-VERSION*. A VERSION of
+    fewer than four components (9.19, a version lock's) matches every release under it.
     """
     cuda_major = _cuda_parts(cuda_version)[0]
     major = str(major)
@@ -314,7 +345,10 @@ def cudnn_packages(major, cuda_version, pkg_mgr, repo_distro, version=""):
             raise NvidiaPackageError("cuDNN 9 is built for CUDA 12 and 13, not CUDA %s" % cuda_version)
         dev = "libcudnn9-dev-cuda-%s" if pkg_mgr == APT else "libcudnn9-devel-cuda-%s"
         names = ["libcudnn9-cuda-%s" % cuda_major, dev % cuda_major]
-        suffix = ("=%s-*" % version if pkg_mgr == APT else "-%s*" % version) if version else ""
+        suffix = ""
+        if version:
+            suffix = ("=" + version_pattern(version, CUDNN_VERSION_PARTS, "-*") if pkg_mgr == APT
+                      else "-" + version_pattern(version, CUDNN_VERSION_PARTS, "*"))
         return [name + suffix for name in names]
     if major == "8":
         if repo_distro in NO_CUDNN8_DISTROS:
@@ -324,10 +358,11 @@ def cudnn_packages(major, cuda_version, pkg_mgr, repo_distro, version=""):
         if cuda_major not in ("11", "12"):
             raise NvidiaPackageError("cuDNN 8 is built for CUDA 11 and 12, not CUDA %s" % cuda_version)
         names = ["libcudnn8", "libcudnn8-dev" if pkg_mgr == APT else "libcudnn8-devel"]
+        pattern = version_pattern(version or "8.9", CUDNN_VERSION_PARTS, "-1")
         if pkg_mgr == APT:
-            suffix = "=%s-1+cuda%s.*" % (version, cuda_major) if version else "=8.9.*+cuda%s.*" % cuda_major
+            suffix = "=%s+cuda%s.*" % (pattern, cuda_major)
         else:
-            suffix = "-%s-1.cuda%s.*" % (version, cuda_major) if version else "-8.9.*.cuda%s.*" % cuda_major
+            suffix = "-%s.cuda%s.*" % (pattern, cuda_major)
         return [name + suffix for name in names]
     raise NvidiaPackageError("cuDNN major must be 8 or 9, got %r" % (major,))
 

@@ -6,6 +6,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import base64
+import fnmatch
 
 import pytest
 
@@ -216,12 +217,62 @@ CUDNN_TABLE = [
     ("8", "12.2", "apt", "ubuntu2204", "8.9.7.29", ["libcudnn8=8.9.7.29-1+cuda12.*", "libcudnn8-dev=8.9.7.29-1+cuda12.*"]),
     ("8", "11.8", "apt", "debian12", "", ["libcudnn8=8.9.*+cuda11.*", "libcudnn8-dev=8.9.*+cuda11.*"]),
     ("8", "12.2", "dnf", "rhel9", "8.9.7.29", ["libcudnn8-8.9.7.29-1.cuda12.*", "libcudnn8-devel-8.9.7.29-1.cuda12.*"]),
+    # A version lock's MAJOR.MINOR (inventories/example: cudnn "9.19"); NVIDIA's packages are
+    # 9.19.0.56-1, which "=9.19-*" never matched.
+    ("9", "13.0", "apt", "debian12", "9.19", ["libcudnn9-cuda-13=9.19.*", "libcudnn9-dev-cuda-13=9.19.*"]),
+    ("9", "12.8", "dnf", "rhel9", "9.10", ["libcudnn9-cuda-12-9.10.*", "libcudnn9-devel-cuda-12-9.10.*"]),
+    ("9", "12.8", "apt", "ubuntu2204", "9.10.2", ["libcudnn9-cuda-12=9.10.2.*", "libcudnn9-dev-cuda-12=9.10.2.*"]),
+    ("8", "12.2", "apt", "ubuntu2204", "8.9", ["libcudnn8=8.9.*+cuda12.*", "libcudnn8-dev=8.9.*+cuda12.*"]),
+    ("8", "12.2", "dnf", "rhel9", "8.9.7", ["libcudnn8-8.9.7.*.cuda12.*", "libcudnn8-devel-8.9.7.*.cuda12.*"]),
 ]
 
 
 @pytest.mark.parametrize("major,cuda,pkg_mgr,distro,version,expected", CUDNN_TABLE)
 def test_cudnn_packages(major, cuda, pkg_mgr, distro, version, expected):
     assert np.cudnn_packages(major, cuda, pkg_mgr, distro, version) == expected
+
+
+# The versions apt lists for libcudnn9-cuda-13 in NVIDIA's debian12 repository look like
+# 9.19.0.56-1; fnmatch stands in for apt's glob match of "=PATTERN".
+@pytest.mark.parametrize("version,full_suffix,expected,matches,misses", [
+    ("9.19", "-*", "9.19.*", ["9.19.0.56-1", "9.19.1.2-1"], ["9.190.0.1-1", "9.1.0.70-1", "9.19"]),
+    ("9.19.0", "-*", "9.19.0.*", ["9.19.0.56-1"], ["9.19.1.2-1", "9.19.01.3-1"]),
+    ("9.19.0.56", "-*", "9.19.0.56-*", ["9.19.0.56-1"], ["9.19.0.560-1", "9.19.0.5-1"]),
+    ("8.9.7.29", "-1", "8.9.7.29-1", ["8.9.7.29-1"], ["8.9.7.29-2"]),
+])
+def test_version_pattern_matches_what_the_version_names(version, full_suffix, expected, matches, misses):
+    pattern = np.version_pattern(version, np.CUDNN_VERSION_PARTS, full_suffix)
+    assert pattern == expected
+    assert [v for v in matches if fnmatch.fnmatchcase(v, pattern)] == matches
+    assert [v for v in misses if fnmatch.fnmatchcase(v, pattern)] == []
+
+
+@pytest.mark.parametrize("version", ["", "9.19.0.56.1", "9.x", "9.19-1", "9..19"])
+def test_version_pattern_refuses_what_is_not_a_version(version):
+    with pytest.raises(np.NvidiaPackageError, match="not a version"):
+        np.version_pattern(version, 4, "-*")
+
+
+# cudnn_version.h of cuDNN 9.19.0 defines MAJOR 9, MINOR 19, PATCHLEVEL 0 (no build number),
+# read by cuda_toolkit's verify.yml as "9.19.0"; "?" where a macro is missing.
+@pytest.mark.parametrize("wanted,found,expected", [
+    ("9.19", "9.19.0", True),
+    ("9.19.0.56", "9.19.0", True),
+    ("9.19.0", "9.19.0", True),
+    ("9", "9.19.0", True),
+    ("9.1", "9.19.0", False),
+    ("9.19", "9.1.0", False),
+    ("9.19.1.2", "9.19.0", False),
+    ("9.19", "9.?.?", False),
+    ("9.19", "?.?.?", False),
+])
+def test_version_matches_compares_only_the_given_components(wanted, found, expected):
+    assert FILTERS["nvidia_version_matches"](wanted, found) is expected
+
+
+def test_version_matches_refuses_a_wanted_that_is_not_a_version():
+    with pytest.raises(AnsibleFilterError, match="nvidia_version_matches"):
+        FILTERS["nvidia_version_matches"]("9.19-1", "9.19.0")
 
 
 def test_no_cudnn8_on_ubuntu2404():
