@@ -577,3 +577,103 @@ def analyze(text, expect=None):
         "affinity": topology["affinity"],
         "mismatches": check_expect(topology, expect),
     }
+
+
+# The words a link layer goes by: ibstat's and ib_info's, and the role's nccl_fabric_link_layer.
+_LINK_LAYER_NAMES = {
+    "infiniband": "InfiniBand",
+    "ib": "InfiniBand",
+    "ethernet": "Ethernet",
+    "roce": "Ethernet",
+}
+
+
+def _hca_link_layer(hcas, name, port):
+    """Link layer of one HCA as ib_info reports it; raises ValueError when it cannot be told.
+
+    Without a port every port of the HCA must agree: NCCL given a bare HCA name uses all
+    its ports, so a VPI card with one InfiniBand and one Ethernet port is on both fabrics.
+    """
+    if name not in hcas:
+        raise ValueError(
+            "%s is in the GPU/NIC topology but ibstat does not list it (it lists %s): "
+            "are the topology and the ibstat output from the same host?" % (name, ", ".join(sorted(hcas)))
+        )
+    ports = hcas[name].get("ports") or {}
+    if port is not None:
+        if str(port) not in ports:
+            raise ValueError("ibstat lists no port %s on %s (ports: %s)" % (port, name, ", ".join(sorted(ports)) or "none"))
+        ports = {str(port): ports[str(port)]}
+    layers = set()
+    for number, data in sorted(ports.items()):
+        layer = (data or {}).get("link_layer")
+        if not layer:
+            raise ValueError("ibstat prints no link layer for %s port %s" % (name, number))
+        layers.add(_LINK_LAYER_NAMES.get(str(layer).lower(), str(layer)))
+    if not layers:
+        raise ValueError("ibstat lists no port on %s" % name)
+    return layers.pop() if len(layers) == 1 else "mixed (%s)" % ", ".join(sorted(layers))
+
+
+def nccl_ib_hcas(topology, hcas, link_layer, exclude_pattern=None, port=None):
+    """The HCA list for ``NCCL_IB_HCA``: every GPU's nearest NICs of the fabric, in GPU order.
+
+    - ``topology``: what ``parse_topo_matrix`` returns.  Its NIC Legend names
+      (``mlx5_0``; old drivers' column labels) are the RDMA device names ibstat prints.
+    - ``hcas``: ib_info's ``hcas`` (ibstat or ibv_devinfo): name -> ``{"ports": {"1":
+      {"link_layer": ...}}}``.  Empty or None when the host lists no HCA (or no capture was
+      given): the link layer is then unknown and the NICs are chosen by affinity alone.
+    - ``link_layer``: the fabric NCCL is to use: ``InfiniBand`` or ``Ethernet`` (RoCE);
+      the role's ``infiniband`` and ``roce`` are accepted too.
+    - ``exclude_pattern``: regular expression (matched at the start, like Jinja's ``match``)
+      of HCA names NCCL must never use.
+    - ``port``: port whose link layer is checked and appended (``mlx5_0:1``); None for
+      every port and no suffix.
+
+    For each GPU the candidates are the NICs not excluded and on the wanted link layer;
+    the GPU contributes every candidate that shares the nearest candidate's distance
+    (PIX < PXB < PHB < NODE < SYS).  So a GPU whose nearest NIC is on the other fabric
+    (a storage or management NIC) gets its nearest NIC of this one instead.  Each HCA
+    appears once, in the order of the first GPU that chose it.
+
+    Raises ValueError for an unknown link layer or pattern, for a topology NIC that the
+    (non-empty) ibstat does not list, and when the topology has NICs of known link layers
+    but none on the wanted one.
+    """
+    wanted = _LINK_LAYER_NAMES.get(str(link_layer).lower())
+    if wanted is None:
+        raise ValueError(
+            "link layer must be InfiniBand or Ethernet (the role's infiniband or roce), got %r" % (link_layer,)
+        )
+    if port is not None and (isinstance(port, bool) or not re.match(r"^[1-9][0-9]*$", str(port))):
+        raise ValueError("port must be a positive integer, got %r" % (port,))
+    try:
+        exclude = re.compile(exclude_pattern) if exclude_pattern else None
+    except re.error as exc:
+        raise ValueError("exclude pattern %r is not a valid regular expression: %s" % (exclude_pattern, exc))
+
+    layers = {}
+    for nic in topology["nics"]:
+        name = topology["nic_names"][nic]
+        if exclude is not None and exclude.match(name):
+            continue
+        layers[name] = _hca_link_layer(hcas, name, port) if hcas else wanted
+
+    nearest_by_gpu = nearest_nics(topology)
+    chosen = []
+    for gpu in topology["gpus"]:
+        candidates = [nic for nic in nearest_by_gpu[gpu] if layers.get(nic["name"]) == wanted]
+        if not candidates:
+            continue
+        nearest = nic_distance_rank(candidates[0]["link"])
+        for nic in candidates:
+            if nic_distance_rank(nic["link"]) == nearest and nic["name"] not in chosen:
+                chosen.append(nic["name"])
+
+    if layers and not chosen:
+        raise ValueError(
+            "no NIC of the topology is on the %s link layer (%s): wrong link layer for this host?"
+            % (wanted, ", ".join("%s: %s" % item for item in sorted(layers.items())))
+        )
+    suffix = "" if port is None else ":%s" % port
+    return [name + suffix for name in chosen]

@@ -100,10 +100,14 @@ def test_nccl_conf_rendered_from_the_captured_topology(host):
         line.split("=", 1) for line in f.content_string.splitlines() if line and not line.startswith("#")
     )
     # DGX A100 capture: GPU0/1 sit behind mlx5_0/1 (PXB), GPU2/3 behind mlx5_2/3, and so on.
+    # The lab is RoCE, so only NICs whose captured ibstat link layer is Ethernet qualify:
+    # debian13a's are all Ethernet; debian13b's only mlx5_0, which every GPU then takes as its
+    # nearest Ethernet NIC; debian12 lists no HCA, so its choice is by affinity alone.
+    hcas = ["mlx5_0"] if host.backend.get_hostname() == "nccl_fabric-debian13b" else ["mlx5_%d" % i for i in range(8)]
     assert settings == {
         "NCCL_DEBUG": "WARN",
         "NCCL_SOCKET_IFNAME": "=ib0",
-        "NCCL_IB_HCA": "=" + ",".join("mlx5_%d:1" % i for i in range(8)),
+        "NCCL_IB_HCA": "=" + ",".join(name + ":1" for name in hcas),
         "NCCL_IB_GID_INDEX": "3",
     }
 
