@@ -23,13 +23,16 @@ VMS_DIR="${GPUCLOUD_VMS_DIR:-/var/tmp/gpucloud-lab/vms}"
 SOURCE_IMAGE="$GPUCLOUD_IMAGE_PREFIX/debian12:latest"
 MIRROR="${GPUCLOUD_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 DISK_MIB=6144
-PACKAGES=(linux-image-amd64 initramfs-tools udev grub-efi-amd64-bin grub2-common
+# dbus: a real server has it, and `shutdown -r +0` (ansible.builtin.reboot) needs logind.
+PACKAGES=(linux-image-amd64 initramfs-tools udev dbus grub-efi-amd64-bin grub2-common
   linux-headers-amd64 dkms gcc make)
-# What the roles would install in the guest (host_prep, disk_encryption, firewall),
-# preinstalled natively here: under TCG each apt run and each initramfs trigger costs
-# minutes. The install paths themselves are proven in the container scenarios.
+# What the roles would install in the guest (host_prep, disk_encryption, firewall,
+# nccl_fabric), preinstalled natively here: under TCG each apt run and each initramfs
+# trigger costs minutes. The install paths themselves are proven in the container
+# scenarios.
 PACKAGES+=(mokutil kmod mdadm cryptsetup-bin clevis clevis-luks
-  clevis-systemd e2fsprogs iptables netfilter-persistent iptables-persistent)
+  clevis-systemd e2fsprogs iptables netfilter-persistent iptables-persistent
+  rdma-core ibverbs-providers ibverbs-utils infiniband-diags perftest)
 # Units the container image masks that a VM needs (udev: cryptsetup waits for it).
 UNMASK=(systemd-udevd.service systemd-udev-trigger.service systemd-modules-load.service
   systemd-remount-fs.service getty.target sys-kernel-config.mount sys-kernel-debug.mount

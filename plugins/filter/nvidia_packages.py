@@ -55,6 +55,7 @@ FILTERS = {
     "nvidia_nccl_packages": np.nccl_packages,
     "nvidia_version_matches": np.version_matches,
     "nvidia_persistenced_override": np.persistenced_override,
+    "nvidia_superseded_packages": np.superseded_packages,
 }
 
 

@@ -81,6 +81,35 @@ def fabric_manager_packages(branch, pkg_mgr):
     return ["nvidia-fabric-manager", "libnvidia-nscq-%d" % number]
 
 
+# Fabric Manager and NSCQ under every naming NVIDIA has used (per branch before 580,
+# unversioned from 580 on; dnf's nvidia-fabric-manager before 580).
+_FM_NAME_RE = re.compile(r"^(nvidia-fabricmanager|nvidia-fabric-manager|libnvidia-nscq)(-[0-9]{3})?\Z")
+
+
+def superseded_packages(installed, wanted, kmod_packages=()):
+    """Installed driver packages that the new set WANTED replaces under another name.
+
+    A branch change renames Fabric Manager and NSCQ (nvidia-fabricmanager-550 ->
+    nvidia-fabricmanager at 580) and a flavour change swaps the DKMS package. The old
+    package stays installed and held, and it depends on the old driver's libraries
+    exactly, so apt answers "pkgProblemResolver::Resolve generated breaks, this may be
+    caused by held packages" (seen in molecule/metal, 550 -> 580). These must be unheld
+    and removed before the new set is installed. INSTALLED: the names on the host;
+    KMOD_PACKAGES: every kernel-module package name of the role (all flavours).
+    """
+    wanted = set(wanted or ())
+    kmods = set(kmod_packages or ())
+    stale = []
+    for name in installed or ():
+        if not isinstance(name, str):
+            raise NvidiaPackageError("package names must be strings, got %r" % (name,))
+        if name in wanted:
+            continue
+        if _FM_NAME_RE.match(name) or name in kmods:
+            stale.append(name)
+    return sorted(stale)
+
+
 def dnf_module_stream(branch, flavour):
     """``nvidia-driver:<branch>-open`` / ``nvidia-driver:<branch>-dkms`` (RHEL 8/9 modularity)."""
     if flavour not in FLAVOURS:

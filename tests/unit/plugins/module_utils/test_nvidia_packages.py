@@ -358,3 +358,33 @@ def test_persistenced_override_from_the_unit_file():
     assert np.persistenced_override(UBUNTU_UNIT.replace(" --no-persistence-mode", "")) == ""
     with pytest.raises(np.NvidiaPackageError, match="no ExecStart"):
         np.persistenced_override("[Service]\nType=forking\n")
+
+
+# molecule/metal, 550.163.01 -> 580.95.05 from the lab's stand-in mirror: apt refused the
+# upgrade with "pkgProblemResolver::Resolve generated breaks" while the held
+# nvidia-fabricmanager-550 (Depends libnvidia-ml1 (= 550.163.01-...)) stayed installed.
+@pytest.mark.parametrize("installed,wanted,kmods,expected", [
+    (["nvidia-smi", "libnvidia-ml1", "nvidia-fabricmanager-550", "libnvidia-nscq-550", "nvidia-open-kernel-dkms"],
+     ["nvidia-smi", "libnvidia-ml1", "nvidia-open-kernel-dkms", "nvidia-fabricmanager", "libnvidia-nscq"],
+     ["nvidia-open-kernel-dkms", "nvidia-kernel-dkms"],
+     ["libnvidia-nscq-550", "nvidia-fabricmanager-550"]),
+    # the same branch again: nothing to replace
+    (["nvidia-smi", "nvidia-fabricmanager", "libnvidia-nscq"],
+     ["nvidia-smi", "nvidia-fabricmanager", "libnvidia-nscq"], [], []),
+    # 570 -> 575 under the versioned naming
+    (["nvidia-fabricmanager-570", "libnvidia-nscq-570"],
+     ["nvidia-fabricmanager-575", "libnvidia-nscq-575"], [], ["libnvidia-nscq-570", "nvidia-fabricmanager-570"]),
+    # dnf before 580: nvidia-fabric-manager
+    (["nvidia-fabric-manager", "libnvidia-nscq-570"], ["nvidia-fabricmanager", "libnvidia-nscq"], [],
+     ["libnvidia-nscq-570", "nvidia-fabric-manager"]),
+    # flavour switch: the proprietary DKMS package goes, unrelated packages stay
+    (["nvidia-kernel-dkms", "nvidia-fabricmanager-tools", "libnvidia-nscq-550-extra", "dkms"],
+     ["nvidia-open-kernel-dkms"], ["nvidia-open-kernel-dkms", "nvidia-kernel-dkms"], ["nvidia-kernel-dkms"]),
+])
+def test_superseded_packages(installed, wanted, kmods, expected):
+    assert np.superseded_packages(installed, wanted, kmods) == expected
+
+
+def test_superseded_packages_refuses_non_strings():
+    with pytest.raises(np.NvidiaPackageError):
+        np.superseded_packages([550], ["nvidia-smi"])
