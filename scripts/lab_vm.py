@@ -180,8 +180,8 @@ def inventory_host(state, key_path, lab_ip):
         "lab_vm_accel": state.get("accel"),
         "lab_vm_guest_ip": GUEST_IP,
         "lab_vm_nat": NAT_NOTE,
-        "lab_forwarded_ports": {str(g): h for g, h in sorted(state["forwarded"].items(),
-                                                            key=lambda kv: int(kv[0]))},
+        "lab_forwarded_ports": {str(g): h for g, h in sorted(
+            state["forwarded"].items(), key=lambda kv: int(kv[0]))},
     }
 
 
@@ -402,8 +402,8 @@ def start(state, base, key_path, fresh):
         kill(state, grace=1)
         _store_verdict("tcg")
         print("lab: VM %s: under KVM the guest showed no systemd output within %d s: using TCG "
-              "from now on (verdict cached in %s)" % (state["name"], KVM_PROBE_SECONDS,
-                                                     _verdict_path()), file=sys.stderr)
+              "from now on (verdict cached in %s)"
+              % (state["name"], KVM_PROBE_SECONDS, _verdict_path()), file=sys.stderr)
         if fresh:
             prepare_disks(state, base, key_path)
         accel = "tcg"

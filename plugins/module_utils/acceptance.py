@@ -761,8 +761,8 @@ def host_markdown(host, checks):
     pending = [c for c in checks if c["status"] == PENDING]
     verdict = "FAILED" if failed else "PENDING REBOOT" if pending else "ACCEPTED"
     lines = ["# Node acceptance: %s" % host, "",
-             "**%s** - %d checks, %d failed%s." % (verdict, len(checks), len(failed),
-                                                  ", %d pending" % len(pending) if pending else ""), "",
+             "**%s** - %d checks, %d failed%s." % (
+                 verdict, len(checks), len(failed), ", %d pending" % len(pending) if pending else ""), "",
              "| Check | Status | Detail |", "| --- | --- | --- |"]
     for check in checks:
         lines.append("| %s | %s | %s |" % (check["check"], check["status"].upper() if check["status"] in (FAIL, PENDING)

@@ -59,7 +59,7 @@ def branch_of(value):
     text = str(value if value is not None else "").strip()
     if not (_BRANCH_RE.match(text) or _UPSTREAM_RE.match(text)):
         raise NvidiaPackageError("%r is neither a driver branch (580) nor a driver version (580.95.05)" % (value,))
-    return int(text.split(".")[0])
+    return int(text.split(".", maxsplit=1)[0])
 
 
 def _pkg_mgr(value):
@@ -181,8 +181,8 @@ def _compare_part(left, right):
 
 
 def _split_version(version):
-    epoch, _, rest = version.rpartition(":") if ":" in version else ("0", "", version)
-    upstream, _, revision = rest.rpartition("-") if "-" in rest else (rest, "", "")
+    epoch, dummy, rest = version.rpartition(":") if ":" in version else ("0", "", version)
+    upstream, dummy, revision = rest.rpartition("-") if "-" in rest else (rest, "", "")
     return int(epoch or 0), upstream, revision
 
 
@@ -267,7 +267,7 @@ def _apt_entries(path, text):
                 if line[0] in " \t" and key:
                     fields[key] += " " + line.strip()
                     continue
-                key, _, value = line.partition(":")
+                key, dummy, value = line.partition(":")
                 key = key.strip().lower()
                 fields[key] = value.strip()
             if "deb" not in fields.get("types", "").split() or fields.get("enabled", "yes").lower() == "no":
@@ -366,7 +366,7 @@ def cudnn_packages(major, cuda_version, pkg_mgr, repo_distro, version=""):
     cuda_major = _cuda_parts(cuda_version)[0]
     major = str(major)
     version = str(version or "")
-    if version and not (_CUDNN_RE.match(version) and version.split(".")[0] == major):
+    if version and not (_CUDNN_RE.match(version) and version.split(".", maxsplit=1)[0] == major):
         raise NvidiaPackageError("cuDNN version %r is not a cuDNN %s version (like %s.1.0.70)" % (version, major, major))
     _pkg_mgr(pkg_mgr)
     if major == "9":

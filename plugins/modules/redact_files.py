@@ -15,7 +15,7 @@ short_description: Redact secrets in every file under a folder, in place
 version_added: 0.1.0
 description:
   - Replaces known secret patterns in each regular file under O(path), recursively, before a
-    troubleshooting bundle leaves the host (P(gpucloud.fleet.collect_logs#playbook) uses it).
+    troubleshooting bundle leaves the host (the collection's C(playbooks/collect_logs.yml) uses it).
   - "Built in: C(password)/C(passwd)/C(passphrase) values (quoted, or unquoted to the end of the
     line), C(secret)/C(token)/C(api_key)/C(access_key) values, JSON keys holding those words
     (the Redfish C(\"Password\": \"...\") shape), credentials in URLs (C(https://user:pass@host)),
@@ -35,6 +35,7 @@ attributes:
     description: Counts what would be redacted and changes no file.
   diff_mode:
     support: none
+    description: No diff; the secrets themselves must not be shown.
 options:
   path:
     description: Folder whose files are redacted.

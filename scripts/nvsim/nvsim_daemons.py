@@ -117,8 +117,8 @@ def persistenced(argv):
 
 def fabricmanager(_argv):
     ok, message = fabricmanager_check(VERSION, _read(PROC_VERSION))
-    line = "[%s] [%s] [tid %d] %s\n" % (time.strftime("%b %d %Y %H:%M:%S"), "INFO" if ok else "ERROR",
-                                         os.getpid(), message)
+    line = "[%s] [%s] [tid %d] %s\n" % (
+        time.strftime("%b %d %Y %H:%M:%S"), "INFO" if ok else "ERROR", os.getpid(), message)
     try:
         with open(FABRICMANAGER_LOG, "a", encoding="utf-8") as handle:
             handle.write(line)

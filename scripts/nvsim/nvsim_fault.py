@@ -15,7 +15,6 @@ State lives in /etc/nvsim/faults.json, which the simulated nvidia-smi reads.
 
 import argparse
 import json
-import os
 import sys
 
 import nvsim_smi

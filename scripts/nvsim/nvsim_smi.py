@@ -18,7 +18,7 @@ import re
 import sys
 import time
 import uuid
-import xml.etree.ElementTree as ElementTree
+from xml.etree import ElementTree
 from xml.sax.saxutils import escape
 
 # nvidia-smi(1), RETURN VALUE; 18 is NVML_ERROR_LIB_RM_VERSION_MISMATCH.
@@ -176,7 +176,7 @@ def q_set(lines, values):
             stack.pop()
         match = Q_LINE.match(line)
         key = match.group(2) if match else line.strip()
-        path = "/".join([name for _, name in stack] + [key])
+        path = "/".join([entry[1] for entry in stack] + [key])
         if match and path in values:
             line = "%s%s%s %s" % (match.group(1), match.group(2), match.group(3), values[path])
         out.append(line)

@@ -141,7 +141,12 @@ def test_no_profile_means_no_gpus():
 
 def test_nvidia_gpu_info_path_reads_the_simulation():
     state = host()
-    facts = nvml.collect_smi(lambda args: (lambda o: (o["rc"], o["stdout"], o["stderr"]))(smi(args, state)))
+
+    def run(args):
+        answer = smi(args, state)
+        return answer["rc"], answer["stdout"], answer["stderr"]
+
+    facts = nvml.collect_smi(run)
     assert facts["gpu_count"] == 8
     assert {g["compute_capability"] for g in facts["gpus"]} == {"9.0"}
     assert facts["gpus"][0]["architecture"] == "Hopper"

@@ -338,7 +338,7 @@ def test_injected_fabric_state_not_completed_fails():
 def test_fabric_manager_inactive_fails():
     observed = h100_observed()
     observed["fabric_manager"] = {"state": "inactive"}
-    assert [c for c, _ in nvswitch_failures(observed)] == ["fabric.manager"]
+    assert [failure[0] for failure in nvswitch_failures(observed)] == ["fabric.manager"]
 
 
 def test_injected_pcie_width_degraded_fails_and_idle_generation_does_not():
@@ -461,7 +461,8 @@ XID_13 = ("[ 812.4] NVRM: Xid (PCI:0000:00:06): 13, pid=3120, name=python3, Grap
 XID_43 = "NVRM: Xid (PCI:0000:00:06): 43, pid=3120, name=python3, Ch 00000008\n"
 
 
-def xid_check(text, profile=PROFILE, **observed):
+def xid_check(text, profile=None, **observed):
+    profile = PROFILE if profile is None else profile
     observed = dict(h200_observed(), kernel_log={"text": text, "source": "journalctl -k -b"}, **observed)
     return by_name(acceptance.evaluate(HOST, profile, LOCK, observed))["gpu.xid"]
 
