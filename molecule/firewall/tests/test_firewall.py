@@ -78,7 +78,7 @@ def test_chain_holds_the_policy(node, prober):
         "-A %s -s 192.0.2.0/24 -p tcp -m multiport --dports 6443,2379:2380,10250,10257,10259,30000:32767 "
         "-m comment --comment kubernetes -j ACCEPT" % CHAIN,
         "-A %s -s 192.0.2.0/24 -p udp -m multiport --dports 8472 -m comment --comment kubernetes-udp -j ACCEPT" % CHAIN,
-        "-A %s -s 198.51.100.0/24 -p tcp -m multiport --dports 1024:65535 -m comment --comment fleet -j ACCEPT" % CHAIN,
+        "-A %s -s 198.51.100.0/24 -p tcp -m multiport --dports 22,1024:65535 -m comment --comment fleet -j ACCEPT" % CHAIN,
         "-A %s -s %s/32 -p tcp -m multiport --dports 3000 -m comment --comment lab-dashboard -j ACCEPT" % (CHAIN, prober_ip),
     ]
     for rule in expected:
@@ -95,7 +95,7 @@ def test_ip6tables_parity(node):
         "-A %s -p ipv6-icmp -m icmp6 --icmpv6-type 135 -m hl --hl-eq 255 -j ACCEPT" % CHAIN,
         "-A %s -p tcp -m multiport --dports 22,80,443 -m comment --comment gpucloud-public -j ACCEPT" % CHAIN,
         "-A %s -s fd00:10::/64 -p tcp -m multiport --dports 9100,9400 -m comment --comment monitoring -j ACCEPT" % CHAIN,
-        "-A %s -s 2001:db8:51::/48 -p tcp -m multiport --dports 1024:65535 -m comment --comment fleet -j ACCEPT" % CHAIN,
+        "-A %s -s 2001:db8:51::/48 -p tcp -m multiport --dports 22,1024:65535 -m comment --comment fleet -j ACCEPT" % CHAIN,
     ):
         assert rule in lines, rule
     # IPv4 sources never reach ip6tables.
