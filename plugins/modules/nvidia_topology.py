@@ -25,6 +25,9 @@ description:
     with NUMA Affinity; with GPU NUMA ID, C(NICn) columns and a NIC legend), TAB- or
     space-separated text, ANSI escapes, wrapped rows and the old C(SOC) code (reported as
     printed, ranked as C(SYS)).
+  - The matrix must be followed by nvidia-smi's C(Legend) (with C(X = Self)), and C(NICn)
+    columns by a C(NIC Legend) naming every NIC; output cut short or altered fails with the
+    reason rather than being half-read.
 author:
   - gpucloud.fleet contributors (@gpucloud)
 extends_documentation_fragment:
