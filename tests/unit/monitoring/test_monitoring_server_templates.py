@@ -1,0 +1,355 @@
+# Copyright (c) 2026, gpucloud.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""roles/monitoring_server: its files rendered from a sample inventory and read by the real tools.
+
+ansible-playbook runs the role's validate, targets and config task files on two local
+"monitoring servers" (connection local) whose paths point into a temporary directory: first in
+check mode (nothing may be written), then for real (the template module's validate option runs
+promtool check config / amtool check-config before each file is written), then again (nothing
+may change). The files are then checked once more with promtool and amtool directly. A second
+playbook feeds validate.yml bad settings and records which task refused them.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import grp
+import json
+import os
+import pwd
+import re
+import shutil
+import stat
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+COLLECTIONS = os.path.join(ROOT, ".cache", "collections")
+ROLE = "gpucloud.fleet.monitoring_server"
+SECRET = "T0KEN-must-never-be-logged"
+SMTP_SECRET = "smtp-pass-must-never-be-logged"
+
+
+def _tool(name):
+    path = shutil.which(name)
+    if path is None:
+        pytest.fail("%s is not installed: scripts/setup.sh installs it (requirements/monitoring.deb)" % name)
+    return path
+
+
+def _profile(name):
+    return {"gpucloud_profile": {"name": name, "gpu_count": 8}}
+
+
+def _private(out):
+    """The role's private paths and owners, pointed into OUT.
+
+    Passed as extra variables: the role's vars/main.yml outranks every inventory variable, and
+    the paths it holds are this machine's real /etc/prometheus and /etc/default files.
+    """
+    my_group = grp.getgrgid(os.getegid()).gr_name
+    return {
+        "__monitoring_server_prometheus_config": out + "/{{ inventory_hostname }}/prometheus.yml",
+        "__monitoring_server_alertmanager_config": out + "/{{ inventory_hostname }}/alertmanager.yml",
+        "__monitoring_server_prometheus_defaults": out + "/{{ inventory_hostname }}/default-prometheus",
+        "__monitoring_server_alertmanager_defaults": out + "/{{ inventory_hostname }}/default-alertmanager",
+        "__monitoring_server_promtool": _tool("promtool"),
+        "__monitoring_server_amtool": _tool("amtool"),
+        "__monitoring_server_owner": pwd.getpwuid(os.geteuid()).pw_name,
+        "__monitoring_server_owner_group": my_group,
+        "__monitoring_server_group": my_group,
+    }
+
+
+def _inventory(out):
+    monitoring = {
+        "ansible_connection": "local",
+        "ansible_python_interpreter": sys.executable,
+        "monitoring_server_manage_services": False,
+        "monitoring_server_rules_dir": out + "/{{ inventory_hostname }}/rules",
+    }
+    return {"all": {"children": {
+        "gpu_nodes": {"children": {
+            "h100_sxm": {"vars": _profile("h100_sxm"), "hosts": {
+                # dcgm named explicitly.
+                "gpu-h100-001": {"ansible_host": "10.20.3.11", "gpu_monitoring_gpu_source": "dcgm"},
+                # auto (the default) with a DCGM version in the lock: dcgm.
+                "gpu-h100-002": {"ansible_host": "10.20.3.12",
+                                 "gpucloud_version_lock": {"driver": "580.159.04", "dcgm": "4.4.0"}},
+            }},
+            "a100_80g_pcie": {"vars": _profile("a100_80g_pcie"), "hosts": {
+                "gpu-a100p-001": {"ansible_host": "10.20.1.11", "gpu_monitoring_gpu_source": "collector"},
+                # auto without a DCGM version: the collector; an IPv6 address.
+                "gpu-a100p-002": {"ansible_host": "fd00:20::12"},
+                # Scraped on another network than Ansible's; dcgm turned off by the override.
+                "gpu-a100p-003": {"ansible_host": "10.20.1.13", "monitoring_server_target_address": "10.30.1.13",
+                                  "gpu_monitoring_gpu_source": "dcgm", "monitoring_server_scrape_dcgm": False},
+            }},
+        }},
+        "monitoring_servers": {"vars": monitoring, "hosts": {
+            "mon-webhook": {
+                "monitoring_server_receiver": "webhook",
+                "monitoring_server_webhook_url": "https://hooks.example.net/services/" + SECRET,
+            },
+            "mon-email": {
+                "monitoring_server_receiver": "email",
+                "monitoring_server_email_to": "gpu-oncall@example.net",
+                "monitoring_server_email_from": "prometheus@example.net",
+                "monitoring_server_email_smarthost": "smtp.example.net:587",
+                "monitoring_server_email_auth_username": "prometheus",
+                "monitoring_server_email_auth_password": SMTP_SECRET,
+                "monitoring_server_retention_time": "90d",
+                "monitoring_server_retention_size": "400GB",
+                "monitoring_server_nvidia_smi_compat": True,
+                "monitoring_server_external_labels": {"fleet": "example"},
+                "monitoring_server_prometheus_external_url": "https://prometheus.example.net/",
+                "monitoring_server_prometheus_extra_args": ["--query.timeout=2m"],
+            },
+        }},
+    }}}
+
+
+PLAY = [{
+    "name": "Render the monitoring server's files",
+    "hosts": "monitoring_servers",
+    "gather_facts": False,
+    "tasks": [
+        {"name": "Validate", "ansible.builtin.include_role": {"name": ROLE, "tasks_from": "validate", "public": True}},
+        # Never the machine's own /etc files.
+        {"name": "Require every path in the output directory", "ansible.builtin.assert": {"that": [
+            "item is string and item.startswith(__out ~ '/')"], "quiet": True},
+         "loop": ["{{ __monitoring_server_prometheus_config }}", "{{ __monitoring_server_alertmanager_config }}",
+                  "{{ __monitoring_server_prometheus_defaults }}", "{{ __monitoring_server_alertmanager_defaults }}",
+                  "{{ monitoring_server_rules_dir }}"]},
+        {"name": "Targets", "ansible.builtin.include_role": {"name": ROLE, "tasks_from": "targets"}},
+        {"name": "Output directory", "ansible.builtin.file": {
+            "path": "{{ __monitoring_server_prometheus_config | dirname }}", "state": "directory", "mode": "0755"}},
+        {"name": "Config", "ansible.builtin.include_role": {"name": ROLE, "tasks_from": "config"}},
+    ],
+}]
+
+
+def _env():
+    return dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
+                ANSIBLE_LOCALHOST_WARNING="false", ANSIBLE_INVENTORY_UNPARSED_WARNING="false",
+                ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
+
+
+def _playbook(work, inventory, playbook, *args):
+    run = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", str(inventory),
+                          str(playbook), "--diff"] + list(args), cwd=str(work), env=_env(), stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, universal_newlines=True, timeout=600, check=False)
+    return run.returncode, run.stdout
+
+
+def _recap(output):
+    """{host: {ok, changed, failed, ...}} from the PLAY RECAP."""
+    recap = {}
+    for host, counts in re.findall(r"^(\S+)\s+:\s+(ok=.*)$", output, re.M):
+        recap[host] = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", counts)}
+    return recap
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory):
+    work = tmp_path_factory.mktemp("monitoring_server")
+    out = str(work / "out")
+    inventory = work / "inventory.yml"
+    inventory.write_text(yaml.safe_dump(_inventory(out), sort_keys=False))
+    playbook = work / "render.yml"
+    playbook.write_text(yaml.safe_dump(PLAY, sort_keys=False))
+    private = work / "private.json"
+    private.write_text(json.dumps(dict(_private(out), __out=out)))
+    extra = ["-e", "@" + str(private)]
+    runs = {
+        "check": _playbook(work, inventory, playbook, "--check", *extra),
+        "check_wrote": os.path.exists(os.path.join(out, "mon-webhook")),
+    }
+    runs["first"] = _playbook(work, inventory, playbook, *extra)
+    runs["second"] = _playbook(work, inventory, playbook, *extra)
+    for name in ("check", "first", "second"):
+        assert runs[name][0] == 0, "%s run failed:\n%s" % (name, runs[name][1][-6000:])
+    runs["out"] = out
+    return runs
+
+
+def _load(rendered, host, name):
+    with open(os.path.join(rendered["out"], host, name)) as handle:
+        return handle.read()
+
+
+def _jobs(rendered, host):
+    config = yaml.safe_load(_load(rendered, host, "prometheus.yml"))
+    return {job["job_name"]: job for job in config["scrape_configs"]}, config
+
+
+def _targets(job):
+    return {static["labels"]["node"]: (static["targets"], static["labels"]) for static in job["static_configs"]}
+
+
+def test_check_mode_reports_changes_and_writes_nothing(rendered):
+    assert not rendered["check_wrote"]
+    recap = _recap(rendered["check"][1])
+    assert recap["mon-webhook"]["changed"] > 0 and recap["mon-email"]["changed"] > 0
+
+
+def test_second_run_changes_nothing(rendered):
+    recap = _recap(rendered["second"][1])
+    assert recap["mon-webhook"]["changed"] == 0, rendered["second"][1][-4000:]
+    assert recap["mon-email"]["changed"] == 0, rendered["second"][1][-4000:]
+
+
+def test_secrets_never_in_the_output(rendered):
+    for name in ("check", "first", "second"):
+        assert SECRET not in rendered[name][1]
+        assert SMTP_SECRET not in rendered[name][1]
+
+
+def test_node_job_has_every_gpu_node_with_node_and_profile_labels(rendered):
+    jobs, _config = _jobs(rendered, "mon-webhook")
+    assert _targets(jobs["node"]) == {
+        "gpu-a100p-001": (["10.20.1.11:9100"], {"node": "gpu-a100p-001", "profile": "a100_80g_pcie"}),
+        "gpu-a100p-002": (["[fd00:20::12]:9100"], {"node": "gpu-a100p-002", "profile": "a100_80g_pcie"}),
+        "gpu-a100p-003": (["10.30.1.13:9100"], {"node": "gpu-a100p-003", "profile": "a100_80g_pcie"}),
+        "gpu-h100-001": (["10.20.3.11:9100"], {"node": "gpu-h100-001", "profile": "h100_sxm"}),
+        "gpu-h100-002": (["10.20.3.12:9100"], {"node": "gpu-h100-002", "profile": "h100_sxm"}),
+    }
+
+
+def test_dcgm_job_only_where_dcgm_exporter_runs(rendered):
+    jobs, _config = _jobs(rendered, "mon-webhook")
+    assert _targets(jobs["dcgm"]) == {
+        "gpu-h100-001": (["10.20.3.11:9400"], {"node": "gpu-h100-001", "profile": "h100_sxm"}),
+        "gpu-h100-002": (["10.20.3.12:9400"], {"node": "gpu-h100-002", "profile": "h100_sxm"}),
+    }
+
+
+def test_rules_alerting_and_retention(rendered):
+    jobs, config = _jobs(rendered, "mon-email")
+    assert config["rule_files"] == [os.path.join(rendered["out"], "mon-email", "rules", "*.rules.yml")]
+    assert config["alerting"]["alertmanagers"][0]["static_configs"][0]["targets"] == ["localhost:9093"]
+    assert config["global"]["external_labels"] == {"fleet": "example"}
+    assert set(jobs) == {"prometheus", "alertmanager", "node", "dcgm"}
+    args = _load(rendered, "mon-email", "default-prometheus")
+    assert re.search(r'^ARGS="[^"\n]*--storage\.tsdb\.retention\.time=90d[^"\n]*"$', args, re.M)
+    assert "--storage.tsdb.retention.size=400GB" in args
+    assert "--web.external-url=https://prometheus.example.net/" in args and "--query.timeout=2m" in args
+    assert "--storage.tsdb.retention.time=30d" in _load(rendered, "mon-webhook", "default-prometheus")
+    assert "retention.size" not in _load(rendered, "mon-webhook", "default-prometheus")
+    # An empty value: no HA gossip port.
+    assert re.search(r'--cluster\.listen-address=[ "]', _load(rendered, "mon-webhook", "default-alertmanager"))
+
+
+def test_compat_rules_only_where_asked(rendered):
+    compat = "gpucloud-nvidia-smi-compat.rules.yml"
+    assert compat in os.listdir(os.path.join(rendered["out"], "mon-email", "rules"))
+    assert compat not in os.listdir(os.path.join(rendered["out"], "mon-webhook", "rules"))
+
+
+@pytest.mark.parametrize("host", ["mon-webhook", "mon-email"])
+def test_promtool_accepts_prometheus_yml_and_its_rules(rendered, host):
+    run = subprocess.run([_tool("promtool"), "check", "config", os.path.join(rendered["out"], host, "prometheus.yml")],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, check=False)
+    assert run.returncode == 0, run.stdout
+    # The glob found the collection's rule files and promtool read them.
+    assert "gpucloud-alerts.rules.yml" in run.stdout and "SUCCESS" in run.stdout, run.stdout
+
+
+@pytest.mark.parametrize("host,receiver", [("mon-webhook", "webhook_configs"), ("mon-email", "email_configs")])
+def test_amtool_accepts_alertmanager_yml(rendered, host, receiver):
+    path = os.path.join(rendered["out"], host, "alertmanager.yml")
+    run = subprocess.run([_tool("amtool"), "check-config", path], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         universal_newlines=True, check=False)
+    assert run.returncode == 0, run.stdout
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o640
+    config = yaml.safe_load(_load(rendered, host, "alertmanager.yml"))
+    (only,) = config["receivers"]
+    assert only["name"] == config["route"]["receiver"] == "gpucloud"
+    assert list(only) == ["name", receiver]
+
+
+def test_webhook_and_email_settings_reach_alertmanager(rendered):
+    webhook = yaml.safe_load(_load(rendered, "mon-webhook", "alertmanager.yml"))
+    assert webhook["receivers"][0]["webhook_configs"] == [
+        {"url": "https://hooks.example.net/services/" + SECRET, "send_resolved": True}]
+    email = yaml.safe_load(_load(rendered, "mon-email", "alertmanager.yml"))
+    assert email["global"]["smtp_smarthost"] == "smtp.example.net:587"
+    assert email["global"]["smtp_auth_password"] == SMTP_SECRET
+    assert email["receivers"][0]["email_configs"] == [{"to": "gpu-oncall@example.net", "send_resolved": True}]
+
+
+# (case id, settings, task expected to refuse them, words its message must hold, words it must not)
+BAD = [
+    ("webhook-without-url", {"monitoring_server_receiver": "webhook"},
+     "Require a webhook URL for the webhook receiver", ["monitoring_server_webhook_url", "empty"], []),
+    ("webhook-url-with-space", {"monitoring_server_receiver": "webhook",
+                                "monitoring_server_webhook_url": "https://h/x " + SECRET},
+     "Require a webhook URL for the webhook receiver", ["monitoring_server_webhook_url", "not shown"], [SECRET]),
+    ("email-without-smarthost", {"monitoring_server_receiver": "email", "monitoring_server_email_to": "a@b",
+                                 "monitoring_server_email_from": "p@b"},
+     "Require recipient, sender and SMTP relay for the email receiver", ["monitoring_server_email_smarthost"], []),
+    ("retention-in-words", {"monitoring_server_retention_time": "30 days"},
+     "Require Prometheus durations", ["monitoring_server_retention_time", "30 days"], []),
+    ("retention-size-unit", {"monitoring_server_retention_size": "400G"},
+     "Require a TSDB size limit in Prometheus units", ["monitoring_server_retention_size"], []),
+    ("extra-arg-with-space", {"monitoring_server_prometheus_extra_args": ["--web.page-title=GPU fleet"]},
+     "Require extra flags as single --flag=value words", ["monitoring_server_prometheus_extra_args"], []),
+    ("label-name", {"monitoring_server_external_labels": {"fleet-name": "x"}},
+     "Require valid label names", ["monitoring_server_external_labels", "fleet-name"], []),
+    ("empty-gpu-group", {"monitoring_server_gpu_nodes_group": "no_such_group"},
+     "Require GPU nodes to scrape", ["monitoring_server_gpu_nodes_group", "no_such_group"], []),
+    ("good", {"monitoring_server_receiver": "email", "monitoring_server_email_to": "a@example.net",
+              "monitoring_server_email_from": "p@example.net", "monitoring_server_email_smarthost": "[fd00::25]:25"},
+     None, [], []),
+]
+
+
+# A loop's failure says "One or more items failed"; the items' own messages follow it.
+FAILED_MSG = ("{{ ([ansible_failed_result.msg | default('')] + (ansible_failed_result.results | default([])"
+              " | selectattr('failed', 'defined') | selectattr('failed') | map(attribute='msg') | list)) | join(' ') }}")
+
+
+@pytest.fixture(scope="module")
+def refusals(tmp_path_factory):
+    work = tmp_path_factory.mktemp("monitoring_server_validate")
+    result = work / "result.json"
+    plays = []
+    for case_id, settings, _task, _words, _hidden in BAD:
+        record = "{{ __cases | default({}) | combine({'%s': __outcome}) }}" % case_id
+        plays.append({"name": case_id, "hosts": "localhost", "connection": "local", "gather_facts": False,
+                      "vars": settings, "tasks": [{"name": "Validate", "block": [
+                          {"name": "Run validate.yml", "ansible.builtin.include_role": {
+                              "name": ROLE, "tasks_from": "validate"}},
+                          {"name": "Record the pass", "ansible.builtin.set_fact": {"__cases": record},
+                           "vars": {"__outcome": {"task": None, "msg": ""}}}],
+                          "rescue": [{"name": "Record the refusal", "ansible.builtin.set_fact": {"__cases": record},
+                                      "vars": {"__outcome": {
+                                          "task": "{{ ansible_failed_task.name }}",
+                                          "msg": FAILED_MSG}}}]}]})
+    plays.append({"name": "Write the outcomes", "hosts": "localhost", "connection": "local", "gather_facts": False,
+                  "tasks": [{"name": "Write", "ansible.builtin.copy": {
+                      "dest": str(result), "content": "{{ __cases | to_json }}", "mode": "0600"}}]})
+    playbook = work / "validate.yml"
+    playbook.write_text(yaml.safe_dump(plays, sort_keys=False))
+    inventory = work / "inventory.yml"
+    inventory.write_text(yaml.safe_dump({"all": {"children": {"gpu_nodes": {"hosts": {"gpu-1": {}}}}, "hosts": {
+        "localhost": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}}))
+    code, output = _playbook(work, inventory, playbook)
+    assert code == 0 and result.exists(), output[-4000:]
+    return json.loads(result.read_text()), output
+
+
+@pytest.mark.parametrize("case_id,settings,task,words,hidden", BAD, ids=[case[0] for case in BAD])
+def test_validate_refuses_by_name(refusals, case_id, settings, task, words, hidden):
+    outcomes, output = refusals
+    outcome = outcomes[case_id]
+    assert outcome["task"] == task, outcome
+    for word in words:
+        assert word in outcome["msg"], outcome
+    for word in hidden:
+        assert word not in outcome["msg"] and word not in output
