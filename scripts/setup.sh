@@ -44,6 +44,15 @@ if ((${#missing[@]})); then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # The tests need promtool and amtool only: the daemons these packages start on a booted
+  # machine would hold ports 9090/9093/9100 and run forever. Stop and disable only what this
+  # run installed; an operator's own Prometheus is left alone.
+  for unit in prometheus prometheus-alertmanager prometheus-node-exporter; do
+    if [[ " ${missing[*]} " == *" $unit "* ]] && [[ -d /run/systemd/system ]]; then
+      say "stopping and disabling $unit (installed for its tools only)"
+      systemctl disable --now "$unit" >/dev/null 2>&1 || true
+    fi
+  done
 else
   say "Debian packages present"
 fi

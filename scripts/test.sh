@@ -5,6 +5,11 @@
 # Prints the wall time of each stage and ends with a one-line summary.
 # Usage: scripts/test.sh [stage ...]   (stages: setup lint sanity units molecule build;
 #        default: all). MOLECULE_SCENARIOS="lab firewall" limits the Molecule stage.
+# The metal lane (molecule/metal: a QEMU VM under TCG, about half an hour of mostly one busy
+# core) starts in the background as soon as setup is done and runs beside lint, sanity, the
+# unit tests and the container scenarios; the molecule stage waits for it and fails when it
+# failed. GPUCLOUD_METAL_LANE=serial runs it in line instead, GPUCLOUD_METAL_LANE=0 leaves it
+# out (said in the summary).
 set -euo pipefail
 # shellcheck source=scripts/env.sh
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
@@ -25,6 +30,7 @@ START=$SECONDS
 
 finish() {
   local rc=$?
+  stop_metal_lane
   echo
   echo "== stage timings =="
   for line in "${report[@]}"; do echo "  $line"; done
@@ -82,26 +88,71 @@ stage_units() {
   return "$rc"
 }
 
+# ---- the metal lane, in the background ------------------------------------------------
+METAL_LANE=${GPUCLOUD_METAL_LANE:-background}
+metal_pid=""
+metal_log="$GPUCLOUD_ROOT/build/molecule-metal.log"
+metal_t0=0
+
+metal_lane_wanted() {
+  [[ -f molecule/metal/molecule.yml && "$METAL_LANE" != 0 ]] || return 1
+  if [[ -n "${MOLECULE_SCENARIOS:-}" ]]; then
+    [[ " $MOLECULE_SCENARIOS " == *" metal "* ]]
+  fi
+}
+
+start_metal_lane() {
+  [[ "$METAL_LANE" == background && -z "$metal_pid" ]] || return 0
+  [[ " ${stages[*]} " == *" molecule "* ]] && metal_lane_wanted || return 0
+  mkdir -p "$(dirname "$metal_log")"
+  echo "== metal lane: molecule test -s metal started in the background (log: $metal_log)"
+  metal_t0=$SECONDS
+  # Its own process group (setsid), so that an abort can stop all of it; nice, so that the
+  # container scenarios' timers (the firewall's 30 s commit-confirm) keep their CPU.
+  MOLECULE_GLOB='molecule/*/molecule.yml' setsid nice -n 10 molecule test -s metal >"$metal_log" 2>&1 &
+  metal_pid=$!
+}
+
+stop_metal_lane() {
+  [[ -n "$metal_pid" ]] && kill -0 "$metal_pid" 2>/dev/null || return 0
+  echo "== metal lane: stopping it (the suite ended first) and removing its VM"
+  kill -TERM -- "-$metal_pid" 2>/dev/null || true
+  wait "$metal_pid" 2>/dev/null || true
+  export MOLECULE_GLOB='molecule/*/molecule.yml'
+  molecule cleanup -s metal >/dev/null 2>&1 || true
+  molecule destroy -s metal >/dev/null 2>&1 || true
+  metal_pid=""
+}
+
+# Leaves nothing behind: no lab node or network of the scenario.
+check_scenario_gone() {
+  if [[ -n "$(scripts/lab.py list "molecule-$1")" ]] ||
+     [[ -n "$(podman network ls --filter "label=gpucloud.fleet=molecule-$1" --format '{{.Name}}')" ]]; then
+    echo "scenario $1 left lab nodes or networks behind:"; scripts/lab.py list "molecule-$1"; return 1
+  fi
+}
+
 stage_molecule() {
   export MOLECULE_GLOB='molecule/*/molecule.yml'
   local scenarios n=0 t0 log checks=0 c
-  # The metal lane (molecule/metal: a QEMU VM under TCG, about half an hour on 2 cores)
-  # runs only when asked: GPUCLOUD_METAL_LANE=1, or MOLECULE_SCENARIOS=metal.
-  local opt_in=(metal)
   if [[ -n "${MOLECULE_SCENARIOS:-}" ]]; then
     read -r -a scenarios <<<"$MOLECULE_SCENARIOS"
   else
     scenarios=()
-    for f in molecule/*/molecule.yml; do
-      s=$(basename "$(dirname "$f")")
-      if [[ " ${opt_in[*]} " == *" $s "* && "${GPUCLOUD_METAL_LANE:-0}" != 1 ]]; then
-        report+=("  molecule $s: not run (opt-in: GPUCLOUD_METAL_LANE=1; docs/metal-lane.md)")
+    for f in molecule/*/molecule.yml; do scenarios+=("$(basename "$(dirname "$f")")"); done
+  fi
+  local serial=()
+  for s in "${scenarios[@]}"; do
+    if [[ "$s" == metal ]]; then
+      if [[ "$METAL_LANE" == 0 ]]; then
+        report+=("  molecule metal: not run (GPUCLOUD_METAL_LANE=0; docs/metal-lane.md)")
         continue
       fi
-      scenarios+=("$s")
-    done
-  fi
-  for s in "${scenarios[@]}"; do
+      [[ "$METAL_LANE" == background ]] && { start_metal_lane; continue; }
+    fi
+    serial+=("$s")
+  done
+  for s in "${serial[@]}"; do
     t0=$SECONDS
     echo "-- molecule scenario: $s"
     log=$(mktemp)
@@ -112,14 +163,21 @@ stage_molecule() {
       awk '{t+=$1} END {print t+0}')
     rm -f "$log"
     checks=$((checks + c))
-    # the lab must leave nothing behind
-    if [[ -n "$(scripts/lab.py list "molecule-$s")" ]] ||
-       [[ -n "$(podman network ls --filter "label=gpucloud.fleet=molecule-$s" --format '{{.Name}}')" ]]; then
-      echo "scenario $s left lab nodes or networks behind:"; scripts/lab.py list "molecule-$s"; return 1
-    fi
+    check_scenario_gone "$s"
     report+=("  molecule $s: $((SECONDS - t0)) s, $c testinfra checks")
     n=$((n + 1))
   done
+  if [[ -n "$metal_pid" ]]; then
+    echo "-- molecule scenario: metal (background since $((SECONDS - metal_t0)) s; waiting for it)"
+    local metal_rc=0
+    wait "$metal_pid" || metal_rc=$?
+    metal_pid=""
+    cat "$metal_log"
+    report+=("  molecule metal: $((SECONDS - metal_t0)) s in the background, exit $metal_rc")
+    ((metal_rc == 0)) || { echo "molecule metal failed (exit $metal_rc); log above and in $metal_log"; return 1; }
+    check_scenario_gone metal
+    n=$((n + 1))
+  fi
   passed=$((passed + checks))
   summary_counts+=", molecule: $n scenarios / $checks testinfra checks passed"
 }
@@ -132,5 +190,9 @@ stage_build() {
   ANSIBLE_COLLECTIONS_PATH="$inst" ansible-doc -l gpucloud.fleet | tee /dev/stderr | grep -q gpucloud.fleet
 }
 
-for s in "${stages[@]}"; do run_stage "$s" "stage_$s"; done
+for s in "${stages[@]}"; do
+  run_stage "$s" "stage_$s"
+  # Setup has made the VM image and the venv: the metal lane can start beside the rest.
+  if [[ "$s" == setup ]]; then start_metal_lane; fi
+done
 current=""

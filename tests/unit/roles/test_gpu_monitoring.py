@@ -39,7 +39,7 @@ def role_vars(**overrides):
         "ansible_managed": "managed",
         "gpu_monitoring_profile_name": "h200_sxm", "gpu_monitoring_gpus_expected": 8,
         "gpu_monitoring_gpu_temp_limit_celsius": 85, "gpu_monitoring_nvlinks_expected_per_gpu": 18,
-        "__gpu_monitoring_source": "collector",
+        "__gpu_monitoring_source": "collector", "__gpu_monitoring_in_container": False,
         "__gpu_monitoring_collector_python": "/usr/local/lib/gpucloud-gpu-collector/venv/bin/python3",
     })
     variables.update(overrides)
@@ -55,6 +55,7 @@ def role_vars(**overrides):
 def render(template, **overrides):
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(os.path.join(ROLE, "templates")), trim_blocks=True,
                              undefined=jinja2.StrictUndefined)
+    env.filters["bool"] = lambda value: str(value).lower() in ("true", "yes", "1", "on")
     return env.get_template(template).render(**role_vars(**overrides))
 
 
@@ -99,6 +100,7 @@ def test_collector_unit_for_metal_nvml():
     for absent in ("PrivateDevices", "DevicePolicy", "DeviceAllow", "ProtectKernelLogs", "ProtectClock",
                    "DynamicUser", "PrivateTmp"):
         assert absent not in settings, absent
+    assert settings["SystemCallFilter"] == ["@system-service"] and settings["RestrictAddressFamilies"] == ["AF_UNIX"]
 
 
 def test_collector_unit_for_the_lab_replay_and_beside_dcgm():
@@ -110,6 +112,13 @@ def test_collector_unit_for_the_lab_replay_and_beside_dcgm():
     assert "--source replay --replay-file /etc/gpucloud-gpu-collector/replay.csv" in lab["ExecStart"][0]
     assert "--kernel-log /var/lib/gpucloud-gpu-collector/kern.log --interval 5" in lab["ExecStart"][0]
     assert "AmbientCapabilities" not in lab and lab["CapabilityBoundingSet"] == [""]
+    # In a container: no seccomp-based setting (systemd 257 fails such a unit at step USER there).
+    container = unit_settings(render("gpucloud-gpu-collector.service.j2", __gpu_monitoring_in_container=True))
+    for seccomp in ("SystemCallFilter", "SystemCallArchitectures", "RestrictAddressFamilies", "LockPersonality",
+                    "RestrictNamespaces", "RestrictRealtime", "RestrictSUIDSGID", "ProtectKernelModules",
+                    "ProtectKernelTunables", "ProtectHostname"):
+        assert seccomp not in container, seccomp
+    assert container["ProtectSystem"] == ["strict"] and container["NoNewPrivileges"] == ["yes"]
     dcgm = unit_settings(render("gpucloud-gpu-collector.service.j2", __gpu_monitoring_source="dcgm"))
     assert dcgm["ExecStart"][0].endswith("--no-dcgm-series")
 
