@@ -1,0 +1,645 @@
+# Copyright (c) 2026, gpucloud.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""Plan the edit that gives containerd an ``nvidia`` runtime in its own config file.
+
+Pure functions over text: the current ``/etc/containerd/config.toml`` goes in, the new
+text, whether it changed and a short summary come out. Nothing here touches a module or
+the file system; malformed input raises ``ValueError`` naming the input. Only the Python
+standard library is used (``tomllib``, Python 3.11+, or the ``tomli`` backport), because
+a module runs this on the managed host.
+
+What the edit does mirrors ``nvidia-ctk runtime configure --runtime=containerd`` of the
+NVIDIA Container Toolkit v1.17.8 (github.com/NVIDIA/nvidia-container-toolkit, commit
+f202b80a9b9d0db00d9b1d73c0128c8962c55f4d), the last release that edits the top-level file
+in place (later releases write a drop-in instead):
+
+- The config version picks the CRI plugin: 2 (containerd 1.x) ->
+  ``io.containerd.grpc.v1.cri``, 3 (containerd 2.x) -> ``io.containerd.cri.v1.runtime``
+  (pkg/config/engine/containerd/containerd.go lines 143-152). A file without ``version``
+  is a version 1 config (same file, lines 133-135); we refuse those.
+- The ``nvidia`` runtime is a copy of the whole table of the first low-level runtime
+  found among the default runtime (unless it is ``nvidia*``), ``runc`` and ``crun``
+  (pkg/config/engine/engine.go lines 50-63; pkg/config/engine/containerd/config.go lines
+  35-44), so ``runtime_type``, ``SystemdCgroup`` and every other runc option carry over;
+  then ``options.BinaryName`` is set to the runtime's path (config.go line 63).
+  ``runtime_type`` is set to ``io.containerd.runc.v2`` when the copy has none, as the
+  toolkit's main branch does (commit d34b3046758cb1a5db606b2a39519c731bbf9f56,
+  pkg/config/engine/containerd/config.go lines 71-73).
+- ``default_runtime_name`` is set to ``nvidia`` only when asked (config.go lines 65-67);
+  otherwise it is left as it is.
+- CDI: ``enable_cdi = true`` in the CRI plugin's table (config.go lines 107-112).
+
+Where we differ, on purpose:
+
+- The edit is textual and minimal: the ``nvidia`` tables are added (or replaced) as a
+  block after the copied runtime's tables, and ``default_runtime_name`` / ``enable_cdi``
+  are changed on their own line. Every other byte of the file, comments included, stays
+  as it was; comments inside the ``nvidia`` tables are replaced with them. The toolkit
+  re-serialises the whole file and loses every comment.
+- An empty or missing file means containerd's built-in defaults. The toolkit then writes
+  a file holding only the ``nvidia`` runtime; on containerd 1.6.20 and 1.7.24 that file
+  leaves ``runc`` out of the effective config (measured with ``containerd config dump``,
+  tests/fixtures/containerd/). We need the output of ``containerd config default`` of the
+  host instead and edit that.
+- For the same reason we refuse a file that has no low-level runtime table to copy.
+- We never write a drop-in (``conf.d``) file: on containerd 1.6/1.7 a drop-in with a CRI
+  plugin table replaces the whole CRI section of the main file (measured, same folder).
+- Every plan is checked: the new text must parse to exactly the old document with the
+  intended keys changed, or a ``ValueError`` is raised and nothing should be written.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+import json
+import math
+import re
+
+try:
+    import tomllib
+except ImportError:  # Python < 3.11: the tomli backport has the same API
+    try:
+        import tomli as tomllib
+    except ImportError:
+        tomllib = None
+
+HAS_TOMLLIB = tomllib is not None
+
+NVIDIA_RUNTIME = "nvidia"
+DEFAULT_RUNTIME_PATH = "/usr/bin/nvidia-container-runtime"
+DEFAULT_RUNTIME_TYPE = "io.containerd.runc.v2"
+# Config version -> the CRI plugin that holds the runtimes (containerd.go lines 143-152).
+CRI_PLUGINS = {2: "io.containerd.grpc.v1.cri", 3: "io.containerd.cri.v1.runtime"}
+# Runtimes whose table the nvidia runtime copies, after the default runtime (engine.go 50-63).
+LOW_LEVEL_RUNTIMES = ("runc", "crun")
+
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+_MISSING = object()
+_CONTAINERD_VERSION = re.compile(r"^\s*v?(\d+)\.(\d+)(?:\.(\d+))?")
+
+
+class _Statement(object):
+    """One line-level construct of a TOML document.
+
+    kind is "header" (``[a.b]``, or ``[[a.b]]`` with array true), "keyval" or "other"
+    (blank lines and comments). start/end are offsets in the text, end just past the
+    newline. For a keyval, path is the full key path (table + dotted key) and
+    value_start/value_end bound the value's text.
+    """
+
+    def __init__(self, kind, start, end, path=(), table=(), array=False,
+                 value_start=None, value_end=None, indent=""):
+        self.kind = kind
+        self.start = start
+        self.end = end
+        self.path = tuple(path)
+        self.table = tuple(table)
+        self.array = array
+        self.value_start = value_start
+        self.value_end = value_end
+        self.indent = indent
+
+
+def _require_toml():
+    if not HAS_TOMLLIB:
+        raise ValueError("reading containerd's config needs tomllib (Python 3.11+) or the tomli package")
+
+
+def _loads(text, what):
+    _require_toml()
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError("%s is not valid TOML: %s" % (what, exc)) from exc
+
+
+class _Scanner(object):
+    """Split valid TOML text into statements, tracking strings, arrays and inline tables.
+
+    The text has already been parsed by tomllib; this only finds where things are.
+    """
+
+    def __init__(self, text, what):
+        self.text = text
+        self.what = what
+        self.pos = 0
+
+    def fail(self, message):
+        line = self.text.count("\n", 0, self.pos) + 1
+        raise ValueError("%s: line %d: %s" % (self.what, line, message))
+
+    def peek(self, offset=0):
+        index = self.pos + offset
+        return self.text[index] if index < len(self.text) else ""
+
+    def skip_blanks(self):
+        while self.peek() in (" ", "\t"):
+            self.pos += 1
+
+    def skip_to_eol(self):
+        newline = self.text.find("\n", self.pos)
+        self.pos = len(self.text) if newline < 0 else newline
+
+    def end_line(self):
+        """Skip trailing blanks and a comment, then the newline; return the new offset."""
+        self.skip_blanks()
+        if self.peek() == "#":
+            self.skip_to_eol()
+        if self.peek() == "\r":
+            self.pos += 1
+        if self.peek() == "\n":
+            self.pos += 1
+        elif self.peek():
+            self.fail("unexpected %r after a value or header" % self.peek())
+        return self.pos
+
+    def skip_string(self):
+        quote = self.peek()
+        if self.text.startswith(quote * 3, self.pos):
+            self.pos += 3
+            while True:
+                if not self.peek():
+                    self.fail("unterminated multi-line string")
+                if quote == '"' and self.peek() == "\\":
+                    self.pos += 2
+                    continue
+                if self.text.startswith(quote * 3, self.pos):
+                    self.pos += 3
+                    # Up to two quotes may end the content right before the delimiter.
+                    extra = 0
+                    while self.peek() == quote and extra < 2:
+                        self.pos += 1
+                        extra += 1
+                    return
+                self.pos += 1
+        self.pos += 1
+        while True:
+            char = self.peek()
+            if char in ("", "\n"):
+                self.fail("unterminated string")
+            if quote == '"' and char == "\\":
+                self.pos += 2
+                continue
+            self.pos += 1
+            if char == quote:
+                return
+
+    def read_key(self):
+        """A dotted key as a tuple of its decoded parts."""
+        parts = []
+        while True:
+            self.skip_blanks()
+            start = self.pos
+            if self.peek() in ('"', "'"):
+                self.skip_string()
+                token = self.text[start:self.pos]
+                parts.append(tomllib.loads("k = %s" % token)["k"])
+            else:
+                match = _BARE_KEY.match(self.text, self.pos)
+                if not match:
+                    self.fail("expected a key")
+                self.pos = match.end()
+                parts.append(match.group(0))
+            self.skip_blanks()
+            if self.peek() != ".":
+                return tuple(parts)
+            self.pos += 1
+
+    def skip_value(self):
+        """Skip a value (any nesting, any number of lines); return where its text ends."""
+        depth = 0
+        value_end = self.pos
+        while True:
+            char = self.peek()
+            if char in ('"', "'"):
+                self.skip_string()
+                value_end = self.pos
+            elif char == "#":
+                if depth == 0:
+                    return value_end
+                self.skip_to_eol()
+            elif char in ("[", "{"):
+                depth += 1
+                self.pos += 1
+                value_end = self.pos
+            elif char in ("]", "}"):
+                depth -= 1
+                self.pos += 1
+                value_end = self.pos
+            elif char in ("\n", "") and depth == 0:
+                return value_end
+            elif char == "":
+                self.fail("unterminated array or inline table")
+            else:
+                self.pos += 1
+                if char not in (" ", "\t", "\r", "\n"):
+                    value_end = self.pos
+
+    def statements(self):
+        result = []
+        table = ()
+        while self.pos < len(self.text):
+            start = self.pos
+            self.skip_blanks()
+            indent = self.text[start:self.pos]
+            char = self.peek()
+            if char in ("\n", "\r", "#", ""):
+                self.end_line()
+                result.append(_Statement("other", start, self.pos, indent=indent))
+            elif char == "[":
+                array = self.peek(1) == "["
+                self.pos += 2 if array else 1
+                table = self.read_key()
+                closing = "]]" if array else "]"
+                if not self.text.startswith(closing, self.pos):
+                    self.fail("expected %r to close a table header" % closing)
+                self.pos += len(closing)
+                self.end_line()
+                result.append(_Statement("header", start, self.pos, path=table, table=table,
+                                         array=array, indent=indent))
+            else:
+                key = self.read_key()
+                if self.peek() != "=":
+                    self.fail("expected '=' after a key")
+                self.pos += 1
+                self.skip_blanks()
+                value_start = self.pos
+                value_end = self.skip_value()
+                self.end_line()
+                result.append(_Statement("keyval", start, self.pos, path=table + key, table=table,
+                                         value_start=value_start, value_end=value_end,
+                                         indent=indent))
+        return result
+
+
+def _blocks(statements):
+    """(header, first statement index, end offset) of each table, without its trailing blank lines."""
+    blocks = []
+    for index, statement in enumerate(statements):
+        if statement.kind != "header":
+            continue
+        end = statement.end
+        for following in statements[index + 1:]:
+            if following.kind == "header":
+                break
+            if following.kind == "keyval":
+                end = following.end
+        blocks.append((statement, index, end))
+    return blocks
+
+
+def _render_key(part, quote):
+    if _BARE_KEY.fullmatch(part):
+        return part
+    return _render_string(part, quote)
+
+
+def _render_string(value, quote):
+    if quote == "'" and "'" not in value and not re.search(r"[\x00-\x08\x0a-\x1f\x7f]", value):
+        return "'%s'" % value
+    return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007F")
+
+
+def _render_value(value, quote):
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        return repr(value)
+    if isinstance(value, str):
+        return _render_string(value, quote)
+    if isinstance(value, list):
+        return "[%s]" % ", ".join(_render_value(item, quote) for item in value)
+    if isinstance(value, dict):
+        return "{%s}" % ", ".join("%s = %s" % (_render_key(key, quote), _render_value(item, quote))
+                                  for key, item in value.items())
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    raise ValueError("cannot write a TOML value of type %s" % type(value).__name__)
+
+
+def _render_table(path, table, indent, quote, step="  "):
+    """A table and its sub-tables as TOML text: keys before sub-tables, blank line between."""
+    header = "[%s]" % ".".join(_render_key(part, quote) for part in path)
+    lines = [indent + header]
+    subtables = []
+    for key, value in table.items():
+        if isinstance(value, dict):
+            subtables.append((key, value))
+        else:
+            lines.append("%s%s%s = %s" % (indent, step, _render_key(key, quote), _render_value(value, quote)))
+    text = "\n".join(lines) + "\n"
+    for key, value in subtables:
+        text += "\n" + _render_table(path + (key,), value, indent + step, quote, step)
+    return text
+
+
+def _get(document, path):
+    node = document
+    for part in path:
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def _set(document, path, value):
+    node = document
+    for part in path[:-1]:
+        node = node.setdefault(part, {})
+    node[path[-1]] = value
+
+
+def _flatten(value, prefix=()):
+    if isinstance(value, dict):
+        flat = {}
+        for key, item in value.items():
+            flat.update(_flatten(item, prefix + (key,)))
+        return flat
+    return {prefix: value}
+
+
+def _dotted(path):
+    return ".".join(_render_key(part, '"') for part in path)
+
+
+def containerd_config_version(containerd_version):
+    """The config version containerd's own ``config default`` writes: 2 for 1.x, 3 for 2.x."""
+    major, _minor = _parse_containerd_version(containerd_version)
+    if major == 1:
+        return 2
+    if major == 2:
+        return 3
+    raise ValueError("containerd_version %r: only containerd 1.x and 2.x are known" % (containerd_version,))
+
+
+def _parse_containerd_version(containerd_version):
+    match = _CONTAINERD_VERSION.match(str(containerd_version or ""))
+    if not match:
+        raise ValueError("containerd_version %r is not a version such as 1.7.24 or 2.1.9" % (containerd_version,))
+    return int(match.group(1)), int(match.group(2))
+
+
+def _config_version(document, what):
+    if "version" not in document:
+        raise ValueError(
+            "%s has no 'version' key, so containerd reads it as a version 1 config "
+            "(containerd-config.toml(5)); only version 2 (containerd 1.x) and 3 (containerd 2.x) "
+            "are handled: write 'containerd config default' to it and apply your changes again" % what)
+    version = document["version"]
+    if isinstance(version, bool) or version not in CRI_PLUGINS:
+        raise ValueError("%s: version = %r; only version 2 (containerd 1.x) and 3 (containerd 2.x) "
+                         "are handled" % (what, version))
+    return version
+
+
+def _source_runtime(runtimes, default_name, what, runtimes_path):
+    candidates = []
+    if default_name and not default_name.startswith("nvidia"):
+        candidates.append(default_name)
+    candidates.extend(name for name in LOW_LEVEL_RUNTIMES if name not in candidates)
+    for name in candidates:
+        if isinstance(runtimes.get(name), dict):
+            return name
+    raise ValueError(
+        "%s has no runtime table to copy for nvidia (looked for %s under [%s]); a file that "
+        "names runtimes without runc leaves runc out of containerd 1.6/1.7's effective config "
+        "(measured with containerd config dump), so start from 'containerd config default'"
+        % (what, ", ".join(candidates), _dotted(runtimes_path)))
+
+
+def _desired_runtime(source_table, runtime_path, what, source_name):
+    desired = copy.deepcopy(source_table)
+    options = desired.setdefault("options", {})
+    if not isinstance(options, dict):
+        raise ValueError("%s: options of runtime %s is not a table" % (what, source_name))
+    options["BinaryName"] = runtime_path
+    if not desired.get("runtime_type"):
+        desired["runtime_type"] = DEFAULT_RUNTIME_TYPE
+    return desired
+
+
+class _Edit(object):
+    """Replace text[start:end] with text; edits at the same offset go in rank order."""
+
+    def __init__(self, start, end, text, rank=0):
+        self.start = start
+        self.end = end
+        self.text = text
+        self.rank = rank
+
+
+def _apply(text, edits):
+    result = []
+    position = 0
+    for edit in sorted(edits, key=lambda item: (item.start, item.rank, item.end)):
+        if edit.start < position:
+            raise ValueError("overlapping edits (a bug in containerd_config)")
+        result.append(text[position:edit.start])
+        result.append(edit.text)
+        position = edit.end
+    result.append(text[position:])
+    return "".join(result)
+
+
+def _set_key_edits(text, statements, blocks, table_path, key, value, quote, what):
+    """Edits that make table_path.key = value: replace the value in place, or add a line."""
+    full = table_path + (key,)
+    for statement in statements:
+        if statement.kind == "keyval" and statement.path == full:
+            old = text[statement.value_start:statement.value_end]
+            style = "'" if old.startswith("'") else '"'
+            return [_Edit(statement.value_start, statement.value_end, _render_value(value, style))]
+        if statement.kind == "keyval" and full[:len(statement.path)] == statement.path:
+            raise ValueError("%s: %s is set as an inline table; edit it by hand"
+                             % (what, _dotted(statement.path)))
+    for header, index, _end in blocks:
+        if header.path == table_path and not header.array:
+            indent = header.indent + "  "
+            for following in statements[index + 1:]:
+                if following.kind == "header":
+                    break
+                if following.kind == "keyval":
+                    indent = following.indent
+                    break
+            line = "%s%s = %s\n" % (indent, _render_key(key, quote), _render_value(value, quote))
+            return [_Edit(header.end, header.end, line)]
+    # The table exists only implicitly (through its sub-tables): give it a header before them.
+    for header, _index, _end in blocks:
+        if header.path[:len(table_path)] == table_path:
+            rendered = _render_table(table_path, {key: value}, header.indent, quote)
+            return [_Edit(header.start, header.start, rendered + "\n", rank=len(table_path))]
+    rendered = _render_table(table_path, {key: value}, "", quote)
+    prefix = "" if not text or text.endswith("\n") else "\n"
+    return [_Edit(len(text), len(text), prefix + "\n" + rendered, rank=len(table_path))]
+
+
+def plan_nvidia_runtime(current_text, set_as_default=False, runtime_path=DEFAULT_RUNTIME_PATH,
+                        enable_cdi=False, default_text=None, containerd_version=None):
+    """Plan the edit of containerd's config file that adds the ``nvidia`` runtime.
+
+    current_text: the file's text; None or blank (whitespace and comments only) means
+    the file is missing or empty, i.e. containerd runs on its built-in defaults.
+    set_as_default: make ``nvidia`` the CRI ``default_runtime_name``; false leaves the
+    default as it is, whatever it is.
+    runtime_path: the ``nvidia-container-runtime`` binary (``options.BinaryName``).
+    enable_cdi: set ``enable_cdi = true`` for the CRI plugin; false leaves it as it is.
+    default_text: the host's ``containerd config default`` output, needed only when
+    current_text is blank: it becomes the base the runtime is added to.
+    containerd_version: the host's containerd version (``1.7.24``), optional; when given,
+    a version 3 file on containerd 1.x and CDI on containerd 1.6 are refused.
+
+    Returns a dict: text (the new file), changed, summary (list of short lines),
+    config_version, cri_plugin, source_runtime (the runtime copied), imports (files the
+    config imports: a CRI table in one of them would override this file on containerd 1.x).
+    """
+    if not isinstance(set_as_default, bool):
+        raise ValueError("set_as_default must be true or false, got %r" % (set_as_default,))
+    if not isinstance(enable_cdi, bool):
+        raise ValueError("enable_cdi must be true or false, got %r" % (enable_cdi,))
+    if not isinstance(runtime_path, str) or not runtime_path.startswith("/") or "\n" in runtime_path:
+        raise ValueError("runtime_path must be an absolute path, got %r" % (runtime_path,))
+    if current_text is not None and not isinstance(current_text, str):
+        raise ValueError("current_text must be the config file's text, got %s" % type(current_text).__name__)
+    what = "current_text"
+    original = current_text or ""
+    summary = []
+    document = _loads(original, what)
+    if not document:
+        if not default_text:
+            raise ValueError(
+                "current_text is empty (containerd's built-in defaults) and default_text is not given: "
+                "a file holding only the nvidia runtime would leave runc out of containerd 1.6/1.7's "
+                "effective config; pass the host's 'containerd config default' output as default_text")
+        what = "default_text"
+        base = default_text if not original.strip() else original.rstrip("\n") + "\n\n" + default_text
+        document = _loads(base, what)
+        summary.append("the file was empty: wrote containerd's defaults ('containerd config default') as the base")
+    else:
+        base = original
+    version = _config_version(document, what)
+    if containerd_version is not None:
+        major, minor = _parse_containerd_version(containerd_version)
+        if version == 3 and major < 2:
+            raise ValueError("%s is a version 3 config, which containerd %s cannot read (2.0 or later)"
+                             % (what, containerd_version))
+        if enable_cdi and (major, minor) < (1, 7):
+            raise ValueError("enable_cdi: containerd %s has no CDI support in its CRI plugin "
+                             "(enable_cdi came with containerd 1.7)" % containerd_version)
+    cri = CRI_PLUGINS[version]
+    cri_path = ("plugins", cri)
+    containerd_path = cri_path + ("containerd",)
+    runtimes_path = containerd_path + ("runtimes",)
+    nvidia_path = runtimes_path + (NVIDIA_RUNTIME,)
+
+    runtimes = _get(document, runtimes_path)
+    if not isinstance(runtimes, dict):
+        runtimes = {}
+    default_name = _get(document, containerd_path + ("default_runtime_name",))
+    source = _source_runtime(runtimes, default_name if isinstance(default_name, str) else "", what,
+                             runtimes_path)
+    desired = _desired_runtime(runtimes[source], runtime_path, what, source)
+
+    statements = _Scanner(base, what).statements()
+    blocks = _blocks(statements)
+    quote = "'" if re.search(r"^\s*\[\s*plugins\s*\.\s*'", base, re.M) else '"'
+    edits = []
+    expected = copy.deepcopy(document)
+
+    existing = runtimes.get(NVIDIA_RUNTIME)
+    if existing != desired:
+        nvidia_blocks = [(header, end) for header, _index, end in blocks
+                         if header.path[:len(nvidia_path)] == nvidia_path]
+        for statement in statements:
+            inside = statement.path[:len(nvidia_path)] == nvidia_path
+            if statement.kind == "keyval" and statement.path == nvidia_path:
+                raise ValueError("%s: runtime %s is an inline table; edit it by hand or write it as "
+                                 "[%s] tables" % (what, NVIDIA_RUNTIME, _dotted(nvidia_path)))
+            if statement.kind == "keyval" and inside and statement.table[:len(nvidia_path)] != nvidia_path:
+                raise ValueError("%s: runtime %s is written with dotted keys (%s); edit it by hand or "
+                                 "write it as [%s] tables" % (what, NVIDIA_RUNTIME, _dotted(statement.path),
+                                                              _dotted(nvidia_path)))
+            if statement.kind == "header" and inside and statement.array:
+                raise ValueError("%s: [[%s]] is an array of tables" % (what, _dotted(statement.path)))
+        source_path = runtimes_path + (source,)
+        source_blocks = [(header, end) for header, _index, end in blocks
+                         if header.path[:len(source_path)] == source_path]
+        if nvidia_blocks:
+            indent = nvidia_blocks[0][0].indent
+            rendered = _render_table(nvidia_path, desired, indent, quote)
+            # Neighbouring nvidia tables (only blank lines or comments between them) go as one.
+            spans = []
+            for header, end in nvidia_blocks:
+                between = [statement for statement in statements
+                           if spans and spans[-1][1] <= statement.start < header.start]
+                if spans and all(statement.kind == "other" for statement in between):
+                    spans[-1][1] = end
+                else:
+                    spans.append([header.start, end])
+            for number, (start, end) in enumerate(spans):
+                edits.append(_Edit(start, end, rendered if number == 0 else ""))
+            before, after = _flatten(existing or {}), _flatten(desired)
+            changed_keys = sorted(_dotted(key) for key in set(before) | set(after)
+                                  if before.get(key, _MISSING) != after.get(key, _MISSING))
+            summary.append("replaced runtime %s (a copy of %s with options.BinaryName = %s); changed: %s"
+                           % (NVIDIA_RUNTIME, source, json.dumps(runtime_path), ", ".join(changed_keys)))
+        else:
+            anchors = source_blocks or [(header, end) for header, _index, end in blocks
+                                        if header.path[:len(runtimes_path)] == runtimes_path]
+            if anchors:
+                indent = anchors[0][0].indent if source_blocks else anchors[0][0].indent + "  "
+                position = max(end for _header, end in anchors)
+            else:
+                indent = ""
+                position = len(base)
+            rendered = _render_table(nvidia_path, desired, indent, quote)
+            prefix = "" if position == 0 or base[position - 1] == "\n" else "\n"
+            edits.append(_Edit(position, position, prefix + "\n" + rendered))
+            summary.append("added runtime %s (a copy of %s with options.BinaryName = %s)"
+                           % (NVIDIA_RUNTIME, source, json.dumps(runtime_path)))
+        _set(expected, nvidia_path, desired)
+
+    if set_as_default and default_name != NVIDIA_RUNTIME:
+        edits.extend(_set_key_edits(base, statements, blocks, containerd_path, "default_runtime_name",
+                                    NVIDIA_RUNTIME, quote, what))
+        _set(expected, containerd_path + ("default_runtime_name",), NVIDIA_RUNTIME)
+        summary.append("default_runtime_name: %s -> %s"
+                       % (json.dumps(default_name) if default_name is not None else "(unset)",
+                          json.dumps(NVIDIA_RUNTIME)))
+
+    if enable_cdi:
+        current_cdi = _get(document, cri_path + ("enable_cdi",))
+        if current_cdi is not True:
+            edits.extend(_set_key_edits(base, statements, blocks, cri_path, "enable_cdi", True, quote, what))
+            _set(expected, cri_path + ("enable_cdi",), True)
+            was = "(unset)" if current_cdi is None else json.dumps(current_cdi)
+            summary.append("enable_cdi: %s -> true" % was)
+
+    text = _apply(base, edits)
+    try:
+        result = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError("%s: the planned edit does not parse (%s); the file must be edited by hand"
+                         % (what, exc)) from exc
+    if result != expected:
+        raise ValueError("%s: the planned edit would change more than the nvidia runtime, "
+                         "default_runtime_name and enable_cdi; the file must be edited by hand" % what)
+    imports = document.get("imports") or []
+    return {
+        "text": text,
+        "changed": text != original,
+        "summary": summary,
+        "config_version": version,
+        "cri_plugin": cri,
+        "source_runtime": source,
+        "imports": list(imports) if isinstance(imports, list) else [imports],
+    }
