@@ -16,7 +16,6 @@ import copy
 import json
 import os
 import re
-import subprocess
 import sys
 
 import jsonschema
@@ -24,6 +23,7 @@ import pytest
 import yaml
 
 from ansible_collections.gpucloud.fleet.plugins.module_utils import xid
+from ansible_collections.gpucloud.fleet.tests.unit.roles.playbook_cases import ansible_env, run_playbook
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 ROLE = os.path.join(ROOT, "roles", "grafana_dashboards")
@@ -282,8 +282,6 @@ def test_datasource_uid_token_is_the_roles_default():
 # check mode changes nothing, the first run provisions, the second changes nothing. No Grafana
 # and no systemd here, so the restart handler is never reached (it needs a running service).
 
-COLLECTIONS = os.path.join(ROOT, ".cache", "collections")
-
 
 def _play(tmp, **extra):
     variables = {
@@ -300,12 +298,8 @@ def _play(tmp, **extra):
 def _ansible(tmp, plays, *args):
     playbook = tmp / "play.yml"
     playbook.write_text(yaml.safe_dump(plays, sort_keys=False))
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
-               ANSIBLE_PYTHON_INTERPRETER=sys.executable, ANSIBLE_LOCALHOST_WARNING="false",
-               ANSIBLE_INVENTORY_UNPARSED_WARNING="false", ANSIBLE_NOCOLOR="1")
-    run = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,",
-                          str(playbook)] + list(args), cwd=str(tmp), env=env, stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, universal_newlines=True, timeout=600, check=False)
+    run = run_playbook(tmp, playbook, args=args,
+                       env=ansible_env(ANSIBLE_PYTHON_INTERPRETER=sys.executable, ANSIBLE_NOCOLOR="1"))
     recap = re.search(r"localhost\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", run.stdout)
     return run, (int(recap.group(2)) if recap else None)
 

@@ -28,8 +28,8 @@ import sys
 import pytest
 import yaml
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-COLLECTIONS = os.path.join(ROOT, ".cache", "collections")
+from ansible_collections.gpucloud.fleet.tests.unit.roles.playbook_cases import ansible_env, case_play, run_cases, run_playbook
+
 ROLE = "gpucloud.fleet.monitoring_server"
 SECRET = "T0KEN-must-never-be-logged"
 SMTP_SECRET = "smtp-pass-must-never-be-logged"
@@ -135,15 +135,11 @@ PLAY = [{
 
 
 def _env():
-    return dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
-                ANSIBLE_LOCALHOST_WARNING="false", ANSIBLE_INVENTORY_UNPARSED_WARNING="false",
-                ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
+    return ansible_env(ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
 
 
 def _playbook(work, inventory, playbook, *args):
-    run = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", str(inventory),
-                          str(playbook), "--diff"] + list(args), cwd=str(work), env=_env(), stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, universal_newlines=True, timeout=600, check=False)
+    run = run_playbook(work, playbook, inventory, ["--diff"] + list(args), env=_env())
     return run.returncode, run.stdout
 
 
@@ -309,39 +305,14 @@ BAD = [
 ]
 
 
-# A loop's failure says "One or more items failed"; the items' own messages follow it.
-FAILED_MSG = ("{{ ([ansible_failed_result.msg | default('')] + (ansible_failed_result.results | default([])"
-              " | selectattr('failed', 'defined') | selectattr('failed') | map(attribute='msg') | list)) | join(' ') }}")
-
-
 @pytest.fixture(scope="module")
 def refusals(tmp_path_factory):
     work = tmp_path_factory.mktemp("monitoring_server_validate")
-    result = work / "result.json"
-    plays = []
-    for case_id, settings, _task, _words, _hidden in BAD:
-        record = "{{ __cases | default({}) | combine({'%s': __outcome}) }}" % case_id
-        plays.append({"name": case_id, "hosts": "localhost", "connection": "local", "gather_facts": False,
-                      "vars": settings, "tasks": [{"name": "Validate", "block": [
-                          {"name": "Run validate.yml", "ansible.builtin.include_role": {
-                              "name": ROLE, "tasks_from": "validate"}},
-                          {"name": "Record the pass", "ansible.builtin.set_fact": {"__cases": record},
-                           "vars": {"__outcome": {"task": None, "msg": ""}}}],
-                          "rescue": [{"name": "Record the refusal", "ansible.builtin.set_fact": {"__cases": record},
-                                      "vars": {"__outcome": {
-                                          "task": "{{ ansible_failed_task.name }}",
-                                          "msg": FAILED_MSG}}}]}]})
-    plays.append({"name": "Write the outcomes", "hosts": "localhost", "connection": "local", "gather_facts": False,
-                  "tasks": [{"name": "Write", "ansible.builtin.copy": {
-                      "dest": str(result), "content": "{{ __cases | to_json }}", "mode": "0600"}}]})
-    playbook = work / "validate.yml"
-    playbook.write_text(yaml.safe_dump(plays, sort_keys=False))
+    plays = [case_play(case_id, "monitoring_server", settings) for case_id, settings, _task, _words, _hidden in BAD]
     inventory = work / "inventory.yml"
     inventory.write_text(yaml.safe_dump({"all": {"children": {"gpu_nodes": {"hosts": {"gpu-1": {}}}}, "hosts": {
         "localhost": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}}))
-    code, output = _playbook(work, inventory, playbook)
-    assert code == 0 and result.exists(), output[-4000:]
-    return json.loads(result.read_text()), output
+    return run_cases(work, plays, inventory, env=_env())
 
 
 @pytest.mark.parametrize("case_id,settings,task,words,hidden", BAD, ids=[case[0] for case in BAD])

@@ -9,10 +9,8 @@ changes: set_vars.yml and validate.yml only read)."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import json
 import os
 import re
-import subprocess
 import sys
 
 import jinja2
@@ -23,10 +21,9 @@ from ansible_collections.gpucloud.fleet.tests.unit.plugins.module_utils.test_gpu
     parse_exposition,
     promtool_check,
 )
+from ansible_collections.gpucloud.fleet.tests.unit.roles.playbook_cases import ROOT, ansible_env, case_play, run_cases
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 ROLE = os.path.join(ROOT, "roles", "gpu_monitoring")
-COLLECTIONS = os.path.join(ROOT, ".cache", "collections")
 
 
 def role_vars(**overrides):
@@ -179,50 +176,13 @@ CASES = [
 ]
 
 
-def _play(case_id, variables):
-    record = "{{ __cases | default({}) | combine({'%s': __outcome}) }}" % case_id
-    return {
-        "name": case_id, "hosts": "localhost", "connection": "local", "gather_facts": False, "vars": variables,
-        "tasks": [{
-            "name": "Validate",
-            "block": [
-                {"name": "Run set_vars.yml", "ansible.builtin.include_role": {
-                    "name": "gpucloud.fleet.gpu_monitoring", "tasks_from": "set_vars"}},
-                {"name": "Run validate.yml", "ansible.builtin.include_role": {
-                    "name": "gpucloud.fleet.gpu_monitoring", "tasks_from": "validate"}},
-                {"name": "Record the pass", "ansible.builtin.set_fact": {"__cases": record},
-                 "vars": {"__outcome": {"task": None, "msg": "", "source": "{{ __gpu_monitoring_source }}"}}},
-            ],
-            "rescue": [
-                {"name": "Record the refusal", "ansible.builtin.set_fact": {"__cases": record},
-                 "vars": {"__outcome": {
-                     "task": "{{ ansible_failed_task.name }}",
-                     "msg": "{{ ([ansible_failed_result.msg | default('')] + (ansible_failed_result.results | default([])"
-                            " | selectattr('failed', 'defined') | selectattr('failed') | map(attribute='msg') | list))"
-                            " | join(' ') }}"}}},
-            ],
-        }],
-    }
-
-
 @pytest.fixture(scope="module")
 def outcomes(tmp_path_factory):
-    work = tmp_path_factory.mktemp("gpu_monitoring_validate")
-    result = work / "result.json"
-    plays = [_play(case_id, variables) for case_id, variables, _task, _words in CASES]
-    plays.append({"name": "Write the outcomes", "hosts": "localhost", "connection": "local", "gather_facts": False,
-                  "tasks": [{"name": "Write", "ansible.builtin.copy": {
-                      "dest": str(result), "content": "{{ __cases | to_json }}", "mode": "0600"}}]})
-    playbook = work / "validate.yml"
-    playbook.write_text(yaml.safe_dump(plays, sort_keys=False))
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
-               ANSIBLE_PYTHON_INTERPRETER=sys.executable, ANSIBLE_LOCALHOST_WARNING="false",
-               ANSIBLE_INVENTORY_UNPARSED_WARNING="false")
-    run = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,",
-                          str(playbook)], cwd=str(work), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                         universal_newlines=True, timeout=600, check=False)
-    assert run.returncode == 0 and result.exists(), run.stdout[-4000:]
-    return json.loads(result.read_text())
+    plays = [case_play(case_id, "gpu_monitoring", variables, tasks_from=("set_vars", "validate"),
+                       passed={"source": "{{ __gpu_monitoring_source }}"})
+             for case_id, variables, _task, _words in CASES]
+    return run_cases(tmp_path_factory.mktemp("gpu_monitoring_validate"), plays,
+                     env=ansible_env(ANSIBLE_PYTHON_INTERPRETER=sys.executable))[0]
 
 
 @pytest.mark.parametrize("case_id,variables,task,words", CASES, ids=[case[0] for case in CASES])

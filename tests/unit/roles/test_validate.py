@@ -11,16 +11,13 @@ reads variables) applies every case as its own play and records which task refus
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import json
 import os
-import subprocess
 import sys
 
 import pytest
 import yaml
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-COLLECTIONS = os.path.join(ROOT, ".cache", "collections")
+from ansible_collections.gpucloud.fleet.tests.unit.roles.playbook_cases import ROOT, ansible_env, case_play, run_cases
 
 FLOATS = "Refuse version variables that YAML read as floats"
 TIMEOUTS = "Require positive timeouts"
@@ -72,57 +69,21 @@ CASES = [
 OS_VARS = {"nccl_fabric": os.path.join(ROOT, "roles", "nccl_fabric", "vars", "Debian.yml")}
 
 
-def _play(case_id, role, variables):
+def _with_os_vars(role, variables):
     if role in OS_VARS:
         with open(OS_VARS[role]) as handle:
-            variables = dict(yaml.safe_load(handle), **variables)
-    record = "{{ __cases | default({}) | combine({'%s': __outcome}) }}" % case_id
-    return {
-        "name": case_id,
-        "hosts": "localhost",
-        "connection": "local",
-        "gather_facts": False,
-        "vars": variables,
-        "tasks": [{
-            "name": "Validate",
-            "block": [
-                {"name": "Run validate.yml", "ansible.builtin.include_role": {
-                    "name": "gpucloud.fleet.%s" % role, "tasks_from": "validate"}},
-                {"name": "Record the pass", "ansible.builtin.set_fact": {"__cases": record},
-                 "vars": {"__outcome": {"task": None, "msg": ""}}},
-            ],
-            "rescue": [
-                {"name": "Record the refusal", "ansible.builtin.set_fact": {"__cases": record},
-                 "vars": {"__outcome": {
-                     "task": "{{ ansible_failed_task.name }}",
-                     "msg": "{{ ([ansible_failed_result.msg | default('')] + (ansible_failed_result.results | default([])"
-                            " | selectattr('failed', 'defined') | selectattr('failed') | map(attribute='msg') | list))"
-                            " | join(' ') }}"}}},
-            ],
-        }],
-    }
+            return dict(yaml.safe_load(handle), **variables)
+    return variables
 
 
 @pytest.fixture(scope="module")
 def outcomes(tmp_path_factory):
-    work = tmp_path_factory.mktemp("validate")
-    result = work / "result.json"
     plays = [{"name": "Gather the facts validate.yml reads", "hosts": "localhost", "connection": "local",
               "gather_facts": True, "gather_subset": ["min"], "tasks": []}]
-    plays += [_play(case_id, role, variables) for case_id, role, variables, _task, _words in CASES]
-    plays.append({"name": "Write the outcomes", "hosts": "localhost", "connection": "local", "gather_facts": False,
-                  "tasks": [{"name": "Write", "ansible.builtin.copy": {
-                      "dest": str(result), "content": "{{ __cases | to_json }}", "mode": "0600"}}]})
-    playbook = work / "validate.yml"
-    playbook.write_text(yaml.safe_dump(plays, sort_keys=False))
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
-               ANSIBLE_PYTHON_INTERPRETER=sys.executable, ANSIBLE_LOCALHOST_WARNING="false",
-               ANSIBLE_INVENTORY_UNPARSED_WARNING="false")
-    run = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,",
-                          str(playbook)], cwd=str(work), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                         universal_newlines=True, timeout=600, check=False)
-    assert run.returncode == 0 and result.exists(), run.stdout[-4000:]
-    return json.loads(result.read_text())
+    plays += [case_play(case_id, role, _with_os_vars(role, variables))
+              for case_id, role, variables, _task, _words in CASES]
+    return run_cases(tmp_path_factory.mktemp("validate"), plays,
+                     env=ansible_env(ANSIBLE_PYTHON_INTERPRETER=sys.executable))[0]
 
 
 @pytest.mark.parametrize("case_id,role,variables,task,words", CASES, ids=[case[0] for case in CASES])
