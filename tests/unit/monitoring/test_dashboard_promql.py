@@ -35,6 +35,8 @@ import urllib.request
 import pytest
 import yaml
 
+from ansible_collections.gpucloud.fleet.plugins.module_utils import gpu_metrics
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 DASHBOARDS = os.path.join(ROOT, "roles", "grafana_dashboards", "files", "dashboards")
 RECORDING_RULES = os.path.join(ROOT, "roles", "monitoring_server", "files", "rules", "gpucloud-recording.rules.yml")
@@ -66,17 +68,8 @@ HOT = (H200, 3)             # 84 C against a limit of 85, HW thermal slowdown (0
 IDLE_ALLOCATED = (A100, 0)  # one compute process, utilisation 0
 TEMP_LIMIT = 85
 
-GPU_SERIES = [
-    "DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_MEM_CLOCK", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_MEMORY_TEMP",
-    "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER",
-    "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_MEM_COPY_UTIL", "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_FB_USED",
-    "DCGM_FI_DEV_XID_ERRORS", "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
-    "DCGM_FI_DEV_ECC_SBE_AGG_TOTAL", "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL", "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
-    "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "DCGM_FI_DEV_ROW_REMAP_FAILURE", "DCGM_FI_DEV_ROW_REMAP_PENDING",
-    "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL",
-    "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL", "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL",
-    "DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "gpucloud_gpu_nvlink_links_active", "gpucloud_gpu_compute_processes",
-]
+# Every per-GPU series of the contract, as the collector publishes them (test_gpu_metrics.py pins that list).
+GPU_SERIES = [name for name, _kind, _help, _key in gpu_metrics.DCGM_SERIES + gpu_metrics.GPUCLOUD_GPU_SERIES]
 NVLINK_COUNTERS = [name for name in GPU_SERIES if name.startswith("DCGM_FI_DEV_NVLINK_")]
 
 
