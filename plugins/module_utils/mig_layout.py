@@ -495,3 +495,85 @@ def plan_nvidia_smi(judged, lgip=None):
 def _slices(profile):
     match = _PROFILE_RE.match(profile)
     return int(match.group("g")) if match else 0
+
+
+# --- applying ----------------------------------------------------------------------------
+
+SMI_XML = ["nvidia-smi", "-q", "-x"]
+SMI_LGI = ["nvidia-smi", "mig", "-lgi"]
+SMI_LGIP = ["nvidia-smi", "mig", "-lgip"]
+SMI_APPS = ["nvidia-smi", "--query-compute-apps=pid,process_name,gpu_uuid", "--format=csv,noheader"]
+
+
+def _run(run, argv, commands=None):
+    rc, out, err = run(argv)
+    if commands is not None:
+        commands.append(" ".join(argv))
+    if rc != 0:
+        raise MigLayoutError("%s failed (rc %s): %s" % (" ".join(argv), rc, (err or out or "").strip()[-300:]))
+    return out
+
+
+def observe(run):
+    """(gpus, instances) of the host: -q -x, and -lgi where a GPU runs MIG now."""
+    gpus = parse_smi_xml(_run(run, SMI_XML))
+    if not gpus:
+        raise MigLayoutError("nvidia-smi lists no GPU")
+    instances = parse_lgi(_run(run, SMI_LGI)) if any(gpu["mig_current"] for gpu in gpus) else []
+    return gpus, instances
+
+
+def ensure(run, profile, tool="nvidia-smi", config_file=None, config_name=None, mig_parted="nvidia-mig-parted",
+           allow_busy=False, check_mode=False):
+    """Bring the GPUs to the profile's MIG layout; nothing runs unless the layout differs.
+
+    run(argv) -> (rc, stdout, stderr). Refuses while compute processes run on the GPUs unless
+    ``allow_busy``. Returns {changed, before, after, commands, reset_required, busy}; in check
+    mode ``commands`` are those that would run first (mode changes before instances).
+    """
+    gpus, instances = observe(run)
+    before = compare(profile, gpus, instances)
+    result = {"changed": False, "layout": before["layout"], "before": before, "after": before, "commands": [],
+              "reset_required": any(gpu["reset_required"] for gpu in before["gpus"]), "busy": []}
+    if before["matches"]:
+        return result
+    pending_only = all(gpu["ok"] or (gpu["reset_required"] and gpu["mode_change"] is None) for gpu in before["gpus"])
+    if pending_only:
+        # The mode is set; only a GPU reset or reboot is missing. Nothing to run.
+        return result
+    busy = parse_compute_apps(_run(run, SMI_APPS))
+    result["busy"] = busy
+    if busy and not allow_busy:
+        raise MigLayoutError(
+            "refusing to change the MIG layout to %s while %d compute process(es) run on the GPUs (%s): drain the "
+            "node first, or allow it explicitly" % (before["layout"], len(busy),
+                                                    ", ".join("%s %s" % (app["pid"], app["name"]) for app in busy)))
+    if tool == "mig-parted":
+        if not config_file or not config_name:
+            raise MigLayoutError("tool mig-parted needs the config file and the config name")
+        planned = [[mig_parted, "apply", "-f", config_file, "-c", config_name]]
+    else:
+        planned = plan_nvidia_smi(before, parse_lgip(_run(run, SMI_LGIP)) if any(
+            gpu["mode_change"] is None and not gpu["ok"] for gpu in before["gpus"]) else None)
+    result["changed"] = True
+    if check_mode:
+        result["commands"] = [" ".join(argv) for argv in planned]
+        return result
+    commands = []
+    for argv in planned:
+        _run(run, argv, commands)
+    gpus, instances = observe(run)
+    after = compare(profile, gpus, instances)
+    if tool != "mig-parted" and not after["matches"] and not any(g["reset_required"] for g in after["gpus"]):
+        # Mode changes took effect at once (the driver reset the GPU): make the instances now.
+        for argv in plan_nvidia_smi(after, parse_lgip(_run(run, SMI_LGIP))):
+            _run(run, argv, commands)
+        gpus, instances = observe(run)
+        after = compare(profile, gpus, instances)
+    result.update(after=after, commands=commands, layout=after["layout"],
+                  reset_required=any(gpu["reset_required"] for gpu in after["gpus"]))
+    if not after["matches"] and not result["reset_required"]:
+        raise MigLayoutError("the MIG layout still differs after %s: %s" % (
+            "; ".join(commands), "; ".join("GPU%s %s" % (g["index"], ", ".join(g["reasons"]))
+                                           for g in after["gpus"] if not g["ok"])))
+    return result
