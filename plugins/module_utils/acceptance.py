@@ -31,6 +31,7 @@ import fnmatch
 import json
 import re
 
+from ansible_collections.gpucloud.fleet.plugins.module_utils import mig_layout
 from ansible_collections.gpucloud.fleet.plugins.module_utils import xid as xid_table
 
 PASS, FAIL, NA, SKIPPED, PENDING = "pass", "fail", "n/a", "skipped", "pending"
@@ -232,7 +233,7 @@ def _per_gpu(gpus, bad):
     return reasons
 
 
-def _gpu_checks(host, profile, nvidia, not_gathered="GPU facts were not gathered"):
+def _gpu_checks(host, profile, nvidia, not_gathered="GPU facts were not gathered", mig_instances=None):
     """Checks on the GPUs themselves; n/a everywhere on a profile without GPUs."""
     name = profile.get("name", "?")
     want_count = int(profile.get("gpu_count", 0))
@@ -346,12 +347,36 @@ def _gpu_checks(host, profile, nvidia, not_gathered="GPU facts were not gathered
         return None
 
     bad_mig = _per_gpu(gpus, mig)
-    checks.append(_check(host, "gpu.mig", FAIL if bad_mig else PASS,
-                         "; ".join(bad_mig) + ", expected MIG %s" % ("enabled" if want_mig else "disabled")
-                         if bad_mig else "MIG %s as profile %s says" % ("enabled" if want_mig else "disabled", name)))
+    if bad_mig or not want_mig:
+        checks.append(_check(host, "gpu.mig", FAIL if bad_mig else PASS,
+                             "; ".join(bad_mig) + ", expected MIG %s" % ("enabled" if want_mig else "disabled")
+                             if bad_mig else "MIG %s as profile %s says" % ("enabled" if want_mig else "disabled", name)))
+    else:
+        checks.append(_mig_layout_check(host, profile, gpus, mig_instances))
     checks.append(_fabric_check(host, profile, gpus))
     checks.append(_pcie_link_check(host, profile, gpus))
     return checks
+
+
+def _mig_layout_check(host, profile, gpus, mig_instances):
+    """MIG is on everywhere: are the GPU instances the profile's layout (``nvidia-smi mig -lgi``)?"""
+    name = profile.get("name", "?")
+    if not mig_instances:
+        return _check(host, "gpu.mig", FAIL, "MIG enabled, but the GPU instances were not read (nvidia-smi mig -lgi): "
+                      "the layout of profile %s is unverified" % name)
+    if mig_instances.get("error"):
+        return _check(host, "gpu.mig", FAIL, "MIG enabled; nvidia-smi mig -lgi failed: %s" % mig_instances["error"])
+    state = [{"index": gpu.get("index"), "name": gpu.get("name"), "family": mig_layout.family_of(gpu.get("name")),
+              "mig_current": True, "mig_pending": True, "mig_devices": None} for gpu in gpus]
+    try:
+        judged = mig_layout.compare(profile, state, mig_layout.parse_lgi(mig_instances.get("text")))
+    except mig_layout.MigLayoutError as exc:
+        return _check(host, "gpu.mig", FAIL, "MIG layout of profile %s cannot be judged: %s" % (name, exc))
+    bad = ["GPU%s %s" % (gpu["index"], "; ".join(gpu["reasons"])) for gpu in judged["gpus"] if not gpu["ok"]]
+    if bad:
+        return _check(host, "gpu.mig", FAIL, "; ".join(bad) + " (layout %s of profile %s)" % (judged["layout"], name))
+    return _check(host, "gpu.mig", PASS, "MIG enabled, layout %s on every GPU as profile %s says"
+                  % (judged["layout"], name))
 
 
 def _nvswitch(profile):
@@ -685,7 +710,8 @@ def evaluate(host, profile, lock=None, observed=None):
     versions), ``topology`` and ``ib`` ({mismatches, error}), ``tang`` ({device, luks,
     bound, servers, check_open, name, lsblk, lsblk_error, mount_point, mounted_from}: see
     :func:`_storage_check`), ``firewall`` ({active, detail}), ``burn_in`` ({bf16_gemm_tflops,
-    d2d_copy_GBps_rw} or {error}).
+    d2d_copy_GBps_rw} or {error}), ``mig_instances`` ({text} of ``nvidia-smi mig -lgi``, or
+    {error}; read where the profile has MIG: the layout is judged by mig_layout.compare).
     """
     if not isinstance(profile, dict) or "gpu_count" not in profile:
         raise AcceptanceError("host %s: the hardware profile must be a dict with at least gpu_count, got %r"
@@ -698,7 +724,8 @@ def evaluate(host, profile, lock=None, observed=None):
     pending = bool(reboot_required) or bool(mismatch)
     nvidia = None if pending else observed.get("nvidia")
     stack = observed.get("stack")
-    checks = _gpu_checks(host, profile, nvidia, REBOOT_SKIP if pending else "GPU facts were not gathered")
+    checks = _gpu_checks(host, profile, nvidia, REBOOT_SKIP if pending else "GPU facts were not gathered",
+                         observed.get("mig_instances"))
     checks.insert(3, _driver_check(host, profile, lock, nvidia, stack))
     checks[4:4] = _stack_checks(host, profile, lock, stack)
     checks.insert(0, _reboot_check(host, reboot_required, mismatch))

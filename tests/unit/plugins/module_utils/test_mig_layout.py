@@ -320,3 +320,69 @@ def test_unknown_gpu_with_mig_wanted_fails():
                                   "mig_pending": None, "mig_devices": 0}])
     assert judged["matches"] is False
     assert "not a MIG GPU" in judged["gpus"][0]["reasons"][0]
+
+
+# --- ensure(): the module's logic with a stand-in for the commands -----------------------------
+
+class FakeHost:
+    """Answers nvidia-smi from the real H200 capture; MIG mode changes edit its <pending_mig>."""
+
+    def __init__(self, apps=""):
+        self.xml = fixture_text(H200_XML)
+        self.apps = apps
+        self.ran = []
+
+    def __call__(self, argv):
+        self.ran.append(" ".join(argv))
+        if argv == m.SMI_XML:
+            return 0, self.xml, ""
+        if argv == m.SMI_APPS:
+            return 0, self.apps, ""
+        if argv == m.SMI_LGIP:
+            return 0, fixture_text(H200_LGIP), ""
+        if argv[:3] == ["nvidia-smi", "-i", "0"] and argv[3] == "-mig":
+            state = "Enabled" if argv[4] == "1" else "Disabled"
+            self.xml = self.xml.replace("<pending_mig>Disabled</pending_mig>", "<pending_mig>%s</pending_mig>" % state)
+            return 0, "Enabled MIG Mode for GPU 00000000:00:00.0\nAll done.\n", ""
+        return 1, "", "unexpected command %s" % argv
+
+
+def test_ensure_changes_nothing_when_the_layout_matches():
+    host = FakeHost()
+    result = m.ensure(host, {"mig": False})
+    assert result["changed"] is False and result["commands"] == []
+    assert host.ran == ["nvidia-smi -q -x"]
+
+
+def test_ensure_refuses_while_compute_processes_run():
+    host = FakeHost(apps="4242, python3, GPU-5ba1b27a-2a3d-4b10-8c2e-8f2d2e3c9d61\n")
+    with pytest.raises(m.MigLayoutError, match="refusing to change the MIG layout to all-3g.71gb while 1 compute"):
+        m.ensure(host, H200_MIG)
+    assert not any("-mig" in command for command in host.ran)
+    assert m.ensure(host, H200_MIG, allow_busy=True, check_mode=True)["changed"] is True
+
+
+def test_ensure_check_mode_reports_and_runs_nothing():
+    host = FakeHost()
+    result = m.ensure(host, H200_MIG, check_mode=True)
+    assert result["changed"] is True
+    assert result["commands"] == ["nvidia-smi -i 0 -mig 1"]
+    assert not any("-mig" in command for command in host.ran)
+
+
+def test_ensure_sets_the_mode_and_reports_the_reset_it_needs():
+    host = FakeHost()
+    result = m.ensure(host, H200_MIG)
+    assert result["changed"] is True
+    assert result["commands"] == ["nvidia-smi -i 0 -mig 1"]
+    assert result["reset_required"] is True
+    # A second run finds the mode pending: nothing to run, still waiting for the reset.
+    again = m.ensure(host, H200_MIG)
+    assert again["changed"] is False and again["reset_required"] is True
+
+
+def test_ensure_with_mig_parted_runs_apply():
+    host = FakeHost()
+    result = m.ensure(host, H200_MIG, tool="mig-parted", config_file="/etc/gpucloud/mig-parted.yaml",
+                      config_name="all-3g.71gb", check_mode=True)
+    assert result["commands"] == ["nvidia-mig-parted apply -f /etc/gpucloud/mig-parted.yaml -c all-3g.71gb"]
