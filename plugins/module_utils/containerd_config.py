@@ -545,8 +545,29 @@ def plan_nvidia_runtime(current_text, set_as_default=False, runtime_path=DEFAULT
     if not isinstance(runtimes, dict):
         runtimes = {}
     default_name = _get(document, containerd_path + ("default_runtime_name",))
-    source = _source_runtime(runtimes, default_name if isinstance(default_name, str) else "", what,
-                             runtimes_path)
+    restored = None
+    try:
+        source = _source_runtime(runtimes, default_name if isinstance(default_name, str) else "", what,
+                                 runtimes_path)
+    except ValueError:
+        if not default_text or what == "default_text":
+            raise
+        # A file that sets CRI options but names no runtime (Debian's packaged
+        # /etc/containerd/config.toml sets only the CNI paths) runs runc from the built-in
+        # defaults; naming nvidia alone would replace them. Write the default runtime's
+        # table from 'containerd config default' beside nvidia, so runc stays.
+        defaults = _loads(default_text, "default_text")
+        if _config_version(defaults, "default_text") != version:
+            raise ValueError("default_text is a version %s config but %s is version %s"
+                             % (defaults.get("version"), what, version)) from None
+        default_runtimes = _get(defaults, runtimes_path)
+        default_default = _get(defaults, containerd_path + ("default_runtime_name",))
+        source = _source_runtime(default_runtimes if isinstance(default_runtimes, dict) else {},
+                                 default_default if isinstance(default_default, str) else "",
+                                 "default_text", runtimes_path)
+        restored = copy.deepcopy(default_runtimes[source])
+        runtimes = dict(runtimes)
+        runtimes[source] = restored
     desired = _desired_runtime(runtimes[source], runtime_path, what, source)
 
     statements = _Scanner(base, what).statements()
@@ -556,6 +577,21 @@ def plan_nvidia_runtime(current_text, set_as_default=False, runtime_path=DEFAULT
     expected = copy.deepcopy(document)
 
     existing = runtimes.get(NVIDIA_RUNTIME)
+    restore_path = runtimes_path + (source,)
+
+    def restore_text(indent):
+        return "" if restored is None else _render_table(restore_path, restored, indent, quote) + "\n"
+
+    if restored is not None:
+        _set(expected, restore_path, restored)
+        summary.append("added runtime %s from containerd's defaults ('containerd config default'): the file "
+                       "named no runtime, and naming only %s would drop %s on containerd 1.6/1.7"
+                       % (source, NVIDIA_RUNTIME, source))
+        if existing == desired:
+            nvidia_starts = [header.start for header, _index, _end in blocks
+                             if header.path[:len(nvidia_path)] == nvidia_path]
+            position = min(nvidia_starts) if nvidia_starts else len(base)
+            edits.append(_Edit(position, position, restore_text("")))
     if existing != desired:
         nvidia_blocks = [(header, end) for header, _index, end in blocks
                          if header.path[:len(nvidia_path)] == nvidia_path]
@@ -586,7 +622,7 @@ def plan_nvidia_runtime(current_text, set_as_default=False, runtime_path=DEFAULT
                 else:
                     spans.append([header.start, end])
             for number, (start, end) in enumerate(spans):
-                edits.append(_Edit(start, end, rendered if number == 0 else ""))
+                edits.append(_Edit(start, end, restore_text(indent) + rendered if number == 0 else ""))
             before, after = _flatten(existing or {}), _flatten(desired)
             changed_keys = sorted(_dotted(key) for key in set(before) | set(after)
                                   if before.get(key, _MISSING) != after.get(key, _MISSING))
@@ -603,7 +639,7 @@ def plan_nvidia_runtime(current_text, set_as_default=False, runtime_path=DEFAULT
                 position = len(base)
             rendered = _render_table(nvidia_path, desired, indent, quote)
             prefix = "" if position == 0 or base[position - 1] == "\n" else "\n"
-            edits.append(_Edit(position, position, prefix + "\n" + rendered))
+            edits.append(_Edit(position, position, prefix + "\n" + restore_text(indent) + rendered))
             summary.append("added runtime %s (a copy of %s with options.BinaryName = %s)"
                            % (NVIDIA_RUNTIME, source, json.dumps(runtime_path)))
         _set(expected, nvidia_path, desired)
@@ -643,3 +679,23 @@ def plan_nvidia_runtime(current_text, set_as_default=False, runtime_path=DEFAULT
         "source_runtime": source,
         "imports": list(imports) if isinstance(imports, list) else [imports],
     }
+
+
+def cri_tables_in_imports(imported, cri_plugin):
+    """The imported files that hold a table of the CRI plugin, as {path: [dotted tables]}.
+
+    imported: {path: text} of every file the main config's ``imports`` resolve to. On
+    containerd 1.6/1.7 such a file replaces the main file's whole CRI section (measured,
+    tests/fixtures/containerd/measured.source): the nvidia runtime written to the main file
+    would be lost, and runc with it.
+    """
+    found = {}
+    for path in sorted(imported):
+        document = _loads(imported[path], path)
+        plugins = document.get("plugins")
+        if isinstance(plugins, dict) and cri_plugin in plugins:
+            table = plugins[cri_plugin]
+            keys = sorted(table) if isinstance(table, dict) else []
+            found[path] = ["plugins.%s%s" % (json.dumps(cri_plugin), ("." + key) if key else "")
+                           for key in (keys or [""])]
+    return found

@@ -4,11 +4,15 @@
 
 """Build the nvsim stand-in driver packages and a signed flat apt repository.
 
-Usage: python3 build_repo.py OUTDIR   (scripts/nvsim/build-repo.sh wraps it)
+Usage: python3 build_repo.py OUTDIR [--container-toolkit VERSION]... [--no-driver]
+(scripts/nvsim/build-repo.sh wraps it)
 
 OUTDIR/repo/    the flat repository: *.deb, Packages(.gz), Release, InRelease, Release.gpg, key.asc
 OUTDIR/key.asc  the throwaway signing key (public part)
 OUTDIR/gnupg/   GNUPGHOME holding the throwaway private key
+
+``--container-toolkit VERSION`` adds the stand-in NVIDIA Container Toolkit packages of
+that version (``container_toolkit_specs``); ``--no-driver`` leaves the driver packages out.
 
 Everything is a gpucloud lab stand-in, not NVIDIA software.  ``package_specs``
 is pure (the package list, control fields and files) and unit-tested.
@@ -121,6 +125,51 @@ ExecStart=/usr/bin/nv-fabricmanager -c /usr/share/nvidia/nvswitch/fabricmanager.
 [Install]
 WantedBy=multi-user.target
 """
+
+
+# NVIDIA Container Toolkit stand-ins: the four packages NVIDIA's install guide names
+# (NVIDIA/cloud-native-docs container-toolkit/install-guide.md, commit
+# 01f0197c90e918c65883c6c2cb5d9cc3653ebde7). Where the real binaries live: the base package
+# carries nvidia-ctk and nvidia-container-runtime (NVIDIA/nvidia-container-toolkit v1.17.8,
+# packaging/debian/nvidia-container-toolkit-base.install).
+TOOLKIT_VERSIONS = ("1.17.8",)
+RUNTIME_LOG = "/var/log/nvidia-container-runtime-standin.log"
+
+RUNTIME_STANDIN = """#!/bin/sh
+# {standin}: nvidia-container-runtime {version}.
+# Logs its arguments (one line per call, to {log}) and runs runc with the very same
+# arguments: it changes nothing in the container, it only proves that it was called.
+printf '%s pid=%s argv=%s\\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$$" "$*" >> {log} 2>/dev/null || true
+exec /usr/bin/runc "$@"
+"""
+
+
+def container_toolkit_specs(version):
+    """The stand-in NVIDIA Container Toolkit packages of one toolkit VERSION (pure)."""
+    exact = "(= %s-%s)" % (version, REVISION)
+    marker = "/usr/share/doc/%s/nvsim-version"
+    ctk = read(os.path.join(HERE, "nvsim_ctk.py")).replace('VERSION = "0.0.0"', 'VERSION = "%s"' % version)
+    base_files = {
+        "/usr/bin/nvidia-ctk": launcher("stand-in nvidia-ctk", "nvsim_ctk", version, "sys.argv[1:]"),
+        "/usr/lib/python3/dist-packages/nvsim_ctk.py": (ctk, 0o644),
+        "/usr/bin/nvidia-container-runtime": (RUNTIME_STANDIN.format(standin=STANDIN, version=version,
+                                                                     log=RUNTIME_LOG), 0o755),
+        marker % "nvidia-container-toolkit-base": (version + "\n", 0o644),
+    }
+    return [
+        package("nvidia-container-toolkit-base", version,
+                "NVIDIA Container Toolkit base, stand-in nvidia-ctk and runtime (%s)" % STANDIN,
+                depends=["python3", "python3-yaml", "runc"], files=base_files),
+        package("nvidia-container-toolkit", version, "NVIDIA Container Toolkit, stand-in (%s)" % STANDIN,
+                depends=["nvidia-container-toolkit-base %s" % exact, "libnvidia-container-tools %s" % exact],
+                files={marker % "nvidia-container-toolkit": (version + "\n", 0o644)}),
+        package("libnvidia-container-tools", version,
+                "NVIDIA container runtime library tools placeholder (%s)" % STANDIN,
+                depends=["libnvidia-container1 %s" % exact],
+                files={marker % "libnvidia-container-tools": (version + "\n", 0o644)}),
+        package("libnvidia-container1", version, "NVIDIA container runtime library placeholder (%s)" % STANDIN,
+                files={marker % "libnvidia-container1": (version + "\n", 0o644)}),
+    ]
 
 
 def read(path):
@@ -266,17 +315,18 @@ def run(argv, cwd=None, env=None, stdout=None):
     subprocess.run(argv, cwd=cwd, env=env, stdout=stdout, check=True)
 
 
-def build_debs(repo, versions=VERSIONS):
+def build_debs(repo, versions=VERSIONS, toolkit_versions=()):
     date = time.strftime("%a %b %d %H:%M:%S UTC %Y", time.gmtime())
     built = []
-    for version in versions:
-        for spec in package_specs(version, date):
-            with tempfile.TemporaryDirectory() as tree:
-                os.chmod(tree, 0o755)
-                write_tree(tree, spec)
-                deb = os.path.join(repo, "%s_%s_amd64.deb" % (spec["name"], spec["version"]))
-                run(["dpkg-deb", "--root-owner-group", "-Zxz", "--build", tree, deb], stdout=subprocess.DEVNULL)
-                built.append(deb)
+    specs = [spec for version in versions for spec in package_specs(version, date)]
+    specs += [spec for version in toolkit_versions for spec in container_toolkit_specs(version)]
+    for spec in specs:
+        with tempfile.TemporaryDirectory() as tree:
+            os.chmod(tree, 0o755)
+            write_tree(tree, spec)
+            deb = os.path.join(repo, "%s_%s_amd64.deb" % (spec["name"], spec["version"]))
+            run(["dpkg-deb", "--root-owner-group", "-Zxz", "--build", tree, deb], stdout=subprocess.DEVNULL)
+            built.append(deb)
     return built
 
 
@@ -303,7 +353,7 @@ def index_and_sign(outdir, repo):
         subprocess.run(["gpgconf", "--kill", "gpg-agent"], env=env, check=False)
 
 
-def build(outdir, versions=VERSIONS):
+def build(outdir, versions=VERSIONS, toolkit_versions=()):
     missing = [tool for tool in ("dpkg-deb", "apt-ftparchive", "gpg", "gpgconf") if shutil.which(tool) is None]
     if missing:
         raise SystemExit("build-repo: missing %s (apt-get install dpkg apt-utils gpg gpg-agent; "
@@ -312,17 +362,37 @@ def build(outdir, versions=VERSIONS):
     if os.path.exists(outdir):
         shutil.rmtree(outdir)
     os.makedirs(repo)
-    debs = build_debs(repo, versions)
+    debs = build_debs(repo, versions, toolkit_versions)
     index_and_sign(outdir, repo)
     return debs
 
 
+def parse_args(argv):
+    """(OUTDIR, driver versions, toolkit versions) of the command line; None when it is wrong."""
+    positional, toolkit, versions = [], [], VERSIONS
+    arguments = list(argv)
+    while arguments:
+        arg = arguments.pop(0)
+        if arg == "--container-toolkit" and arguments:
+            toolkit.append(arguments.pop(0))
+        elif arg == "--no-driver":
+            versions = ()
+        elif arg.startswith("-"):
+            return None
+        else:
+            positional.append(arg)
+    if len(positional) != 1:
+        return None
+    return os.path.abspath(positional[0]), versions, tuple(toolkit)
+
+
 def main(argv):
-    if len(argv) != 1:
-        sys.stderr.write("usage: build-repo.sh OUTDIR\n")
+    parsed = parse_args(argv)
+    if parsed is None:
+        sys.stderr.write("usage: build-repo.sh OUTDIR [--container-toolkit VERSION]... [--no-driver]\n")
         return 2
-    outdir = os.path.abspath(argv[0])
-    debs = build(outdir)
+    outdir, versions, toolkit_versions = parsed
+    debs = build(outdir, versions, toolkit_versions)
     sys.stdout.write("built %d packages into %s/repo, signed; key %s/key.asc\n" % (len(debs), outdir, outdir))
     return 0
 
