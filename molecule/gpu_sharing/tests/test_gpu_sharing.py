@@ -9,6 +9,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.a
 SCHEMA = os.path.join(ROOT, "roles", "gpu_sharing", "files", "schemas", "mig-parted-config-v1.schema.json")
 UNIT = "nvidia-cuda-mps-control.service"
 PIPE = "/run/nvidia-mps"
+# Anchored: host.run's own `sh -c "pgrep ..."` holds the pattern too, and would match it.
+DAEMON = "pgrep -f '^/usr/bin/nvidia-cuda-mps-control -d'"
 
 
 def _mps_node(host):
@@ -26,7 +28,7 @@ def test_mps_daemon_runs_as_a_service(host):
     service = host.service(UNIT)
     assert service.is_enabled
     assert service.is_running
-    assert host.run("pgrep -x nvidia-cuda-mps-c || pgrep -f 'nvidia-cuda-mps-control -d'").rc == 0
+    assert host.run(DAEMON).rc == 0
 
 
 def test_mps_daemon_answers_get_server_list(host):
@@ -53,7 +55,7 @@ def test_mps_stop_and_start(host):
     _mps_node(host)
     assert host.run("systemctl stop %s" % UNIT).rc == 0
     assert not host.service(UNIT).is_running
-    assert host.run("pgrep -f 'nvidia-cuda-mps-control -d'").rc == 1
+    assert host.run(DAEMON).rc == 1
     assert _control(host, "get_server_list").rc != 0
     assert host.run("systemctl start %s" % UNIT).rc == 0
     assert _control(host, "get_server_list").rc == 0
@@ -63,7 +65,8 @@ def test_no_mps_where_the_profile_time_slices(host):
     if host.backend.get_hostname() != "gpu_sharing-mig":
         pytest.skip("the time-slicing node")
     assert not host.file("/etc/systemd/system/%s" % UNIT).exists
-    assert host.run("pgrep -f 'sleep infinity'").rc == 1
+    # Anchored: host.run's own `sh -c "pgrep ..."` holds the pattern too.
+    assert host.run("pgrep -f '^/bin/sleep infinity'").rc == 1
     assert host.run("systemctl is-enabled %s" % UNIT).rc != 0
 
 
