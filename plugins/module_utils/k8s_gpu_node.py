@@ -149,8 +149,8 @@ def check_taints(taints, what="k8s_gpu_node_taints"):
             raise ValueError("%s has unknown key(s) %s; allowed: key, value, effect" % (where, ", ".join(unknown)))
         check_label_key(taint.get("key"), "%s.key" % where)
         if taint.get("effect") not in TAINT_EFFECTS:
-            raise ValueError("%s.effect must be one of %s, got %r" % (where, ", ".join(TAINT_EFFECTS),
-                                                                       taint.get("effect")))
+            raise ValueError("%s.effect must be one of %s, got %r"
+                             % (where, ", ".join(TAINT_EFFECTS), taint.get("effect")))
         value = taint.get("value")
         if value is not None and not _is_label_value(value):
             raise ValueError("%s.value %r is not a label value" % (where, value))

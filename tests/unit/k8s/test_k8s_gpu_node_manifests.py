@@ -25,6 +25,8 @@ from ansible_collections.gpucloud.fleet.tests.unit.k8s.k8s_cases import (
 from ansible_collections.gpucloud.fleet.tests.unit.roles.playbook_cases import run_playbook
 
 VALIDATOR = jsonschema.Draft202012Validator(load_schema())
+ROLE = "gpucloud.fleet.k8s_gpu_node"
+ROLE_VALIDATE = {"name": ROLE, "tasks_from": "validate"}
 TAINTS = [{"key": "gpucloud.io/dedicated", "value": "training", "effect": "NoSchedule"},
           {"key": "nvidia.com/gpu", "effect": "NoExecute"}]
 MODES = {
@@ -53,10 +55,8 @@ def render(work, mode):
     playbook.write_text(yaml.safe_dump([{
         "name": "Render", "hosts": "all", "gather_facts": False,
         "tasks": [
-            {"name": "Validate", "ansible.builtin.include_role": {"name": "gpucloud.fleet.k8s_gpu_node",
-                                                                   "tasks_from": "validate"}},
-            {"name": "Render", "ansible.builtin.include_role": {"name": "gpucloud.fleet.k8s_gpu_node",
-                                                                 "tasks_from": "render"}},
+            {"name": "Validate", "ansible.builtin.include_role": ROLE_VALIDATE},
+            {"name": "Render", "ansible.builtin.include_role": {"name": ROLE, "tasks_from": "render"}},
             {"name": "Write", "run_once": True, "ansible.builtin.copy": {
                 "dest": str(out), "mode": "0600",
                 "content": "{{ {'objects': __k8s_gpu_node_objects, 'values': __k8s_gpu_node_operator_values,"
@@ -158,8 +158,7 @@ def test_mps_needs_operator_mode(tmp_path):
         "ansible_python_interpreter": sys.executable, "k8s_gpu_node_kubeconfig": str(kubeconfig)}}}}))
     playbook = tmp_path / "validate.yml"
     playbook.write_text(yaml.safe_dump([{"name": "Validate", "hosts": "all", "gather_facts": False, "tasks": [
-        {"name": "Validate", "ansible.builtin.include_role": {"name": "gpucloud.fleet.k8s_gpu_node",
-                                                               "tasks_from": "validate"}}]}]))
+        {"name": "Validate", "ansible.builtin.include_role": ROLE_VALIDATE}]}]))
     run = run_playbook(tmp_path, playbook, inventory)
     assert run.returncode != 0
     assert "profile h100_mps: sharing.mode mps needs the device plugin's MPS control daemon" in run.stdout, \

@@ -85,7 +85,8 @@ def test_plan_taints_refuses(wanted, remove, message):
 def test_manifests_per_profile():
     objects = kgn.cluster_manifests([H200, A100, H200], {
         "gfd": True, "flags": {"nvidia_driver_root": "/"},
-        "tolerations": [["h200_sxm", [{"key": "gpucloud.io/dedicated", "value": "training", "effect": "NoSchedule"}]], ["h200_sxm", []], ["a100_80g_pcie", None]]})
+        "tolerations": [["h200_sxm", [{"key": "gpucloud.io/dedicated", "value": "training", "effect": "NoSchedule"}]],
+                        ["h200_sxm", []], ["a100_80g_pcie", None]]})
     assert [(o["kind"], o["metadata"]["name"]) for o in objects] == [
         ("RuntimeClass", "nvidia"), ("Namespace", "nvidia-device-plugin"),
         ("ConfigMap", "nvidia-device-plugin-a100-80g-pcie"), ("DaemonSet", "nvidia-device-plugin-a100-80g-pcie"),
