@@ -114,12 +114,14 @@ def parse_lynis_report(text):
 
 
 def parse_oscap_stdout(text):
-    """`oscap xccdf eval` standard output: {rule id: result} from its Rule/Result lines."""
+    """`oscap xccdf eval` standard output: {rule id: result} from its Rule/Result lines
+    (oscap writes "Rule\r\t<id>": the carriage return is its progress display)."""
     results = {}
     rule = None
-    for line in (text or "").splitlines():
+    # split on newlines only: str.splitlines() would also cut at those carriage returns
+    for line in (text or "").split("\n"):
         key, _sep, value = line.partition("\t")
-        value = value.strip()
+        key, value = key.strip(), value.strip()
         if key == "Rule":
             rule = value
         elif key == "Result" and rule:
@@ -793,3 +795,31 @@ def fleet_markdown(fleet):
             _md(c["framework"]), _md(c["id"]), _md(c["title"]), c["status"],
             ", ".join(c["hosts"][FAIL]) or "-", ", ".join(c["hosts"][NOT_COVERED]) or "-"))
     return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------- collection
+
+
+def collect(probes, run, now):
+    """Run every read-only probe once: {name: {command, rc, stdout, stderr, start}} or, for a
+    probe with a skip reason, {name: {skipped: True, reason}}. RUN(argv) returns (rc, out, err)
+    and raises OSError for a missing program; NOW() gives the time stamp."""
+    evidence = {}
+    for probe in probes:
+        name = probe.get("name")
+        if not name or name in evidence:
+            raise ComplianceError("every probe needs a unique name: %r" % (probe,))
+        if probe.get("skip"):
+            evidence[name] = {"skipped": True, "reason": probe["skip"]}
+            continue
+        argv = [str(a) for a in probe.get("argv") or []]
+        if not argv:
+            raise ComplianceError("probe %s has no argv" % name)
+        start = now()
+        try:
+            rc, out, err = run(argv)
+        except OSError as exc:
+            rc, out, err = 127, "", "%s: %s" % (argv[0], exc)
+        evidence[name] = {"command": " ".join(argv), "rc": rc, "stdout": out.rstrip("\n"), "stderr": err.rstrip("\n"),
+                          "start": start}
+    return evidence

@@ -1,0 +1,60 @@
+# Copyright (c) 2026, gpucloud.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+# Documentation: compliance_node_report.yml, compliance_fleet_report.yml and
+# compliance_markdown.yml beside this file.
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+from ansible_collections.gpucloud.fleet.plugins.module_utils.compliance import (
+    ComplianceError,
+    fleet_markdown,
+    fleet_report,
+    node_markdown,
+    node_report,
+)
+
+
+def _plain(value):
+    """Ansible's lazy containers and tagged strings as plain Python data."""
+    if isinstance(value, dict):
+        return dict((str(k), _plain(v)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, str):
+        return str(value)
+    return value
+
+
+def compliance_node_report(evidence, control_map, host, context=None, collected_at=""):
+    if not isinstance(evidence, dict):
+        raise AnsibleFilterError("compliance_node_report: evidence must be a mapping of probe name to result")
+    try:
+        return node_report(str(host), _plain(evidence), _plain(control_map), _plain(context or {}), str(collected_at))
+    except ComplianceError as exc:
+        raise AnsibleFilterError("compliance_node_report: %s" % exc)
+
+
+def compliance_fleet_report(reports, generated_at=""):
+    if not isinstance(reports, (list, tuple)):
+        raise AnsibleFilterError("compliance_fleet_report: a list of node reports is required")
+    return fleet_report(_plain(reports), str(generated_at))
+
+
+def compliance_markdown(report):
+    if not isinstance(report, dict):
+        raise AnsibleFilterError("compliance_markdown: a node or fleet report is required")
+    report = _plain(report)
+    return node_markdown(report) if "host" in report else fleet_markdown(report)
+
+
+class FilterModule(object):
+    def filters(self):
+        return {
+            "compliance_node_report": compliance_node_report,
+            "compliance_fleet_report": compliance_fleet_report,
+            "compliance_markdown": compliance_markdown,
+        }
