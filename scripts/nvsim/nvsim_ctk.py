@@ -75,9 +75,9 @@ def build_spec(profile, driver):
     libcuda = "/usr/lib/x86_64-linux-gnu/libcuda.so.%s" % driver
     devices = []
     for index in range(count):
-        edits = {"deviceNodes": [{"path": "/dev/nvidia%d" % index}]}
-        devices.append({"name": str(index), "containerEdits": edits})
-        devices.append({"name": gpu_uuid(profile, index), "containerEdits": edits})
+        # Separate dicts for the two names: the YAML then holds no anchors and aliases.
+        for name in (str(index), gpu_uuid(profile, index)):
+            devices.append({"name": name, "containerEdits": {"deviceNodes": [{"path": "/dev/nvidia%d" % index}]}})
     devices.append({"name": "all",
                     "containerEdits": {"deviceNodes": [{"path": "/dev/nvidia%d" % i} for i in range(count)]}})
     return {

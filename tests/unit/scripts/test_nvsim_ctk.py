@@ -65,6 +65,8 @@ def test_generate_writes_a_valid_yaml_spec_and_list_reads_it(tmp_path):
     assert validate_cdi_spec(spec, "nvidia.com/gpu") == []
     assert spec["containerEdits"]["mounts"][0]["hostPath"].endswith("libcuda.so.580.95.05")
     assert oct(os.stat(output).st_mode & 0o777) == "0o644"
+    with open(output, encoding="utf-8") as handle:
+        assert "&id" not in handle.read()  # no YAML anchors: plain mappings, as nvidia-ctk writes
     status, out, err = ctk(["cdi", "list"], paths)
     assert status == 0 and "Found 17 CDI devices" in err
     assert out.splitlines()[:2] == ["nvidia.com/gpu=0", "nvidia.com/gpu=%s" % nvsim_smi.gpu_uuid("h200-hgx8", 0)]
