@@ -19,8 +19,8 @@ description:
     a layout such as V(all-1g.10gb)) and changes nothing when they match.
   - Otherwise refuses while compute processes run on the GPUs
     (C(nvidia-smi --query-compute-apps)) unless O(allow_busy=true), then applies the layout with
-    C(nvidia-mig-parted apply) (O(tool=mig-parted)) or C(nvidia-smi) (O(tool=nvidia-smi): MIG
-    mode first, then C(mig -dci)/C(-dgi) of other instances and C(mig -cgi <profiles> -C)).
+    C(nvidia-mig-parted apply) (O(tool=mig-parted)) or with C(nvidia-smi) (O(tool=nvidia-smi), MIG
+    mode first, then C(mig -dci) and C(-dgi) of other instances and C(mig -cgi <profiles> -C)).
   - A MIG mode change that stays pending needs a GPU reset or a reboot; the module reports
     RV(reset_required) and creates no instances until the mode is current.
 author:

@@ -88,7 +88,7 @@ def test_profiles_match_the_real_lgip_tables():
 
 def test_profiles_match_mig_parted_default_config():
     """all-<profile> counts agree with mig-parted v0.15.0 deployments/systemd/config-default.yaml."""
-    config = yaml.safe_load(fixture_text("public/mig-parted/config-default.yaml"))["mig-configs"]
+    config = yaml.safe_load(fixture_text("public/mig-parted/config-default.yaml.txt"))["mig-configs"]
     assert config["all-1g.10gb"][0]["mig-devices"] == {"1g.10gb": 7}   # 80GB A100/H100 entry
     assert "0x20B510DE" in config["all-1g.10gb"][0]["device-filter"]    # A100 80GB PCIe
     assert config["all-1g.10gb"][1]["mig-devices"] == {"1g.10gb": 4}   # 40GB entry
@@ -153,7 +153,7 @@ def test_generated_config_passes_schema_and_parses_like_upstream():
     assert yaml.safe_load(m.render_mig_parted_config(disabled)) == disabled
 
 
-@pytest.mark.parametrize("name", ["examples-config.yaml", "config-default.yaml"])
+@pytest.mark.parametrize("name", ["examples-config.yaml.txt", "config-default.yaml.txt"])
 def test_schema_accepts_nvidias_own_configs(name):
     config = yaml.safe_load(fixture_text("public/mig-parted/" + name))
     assert not list(validator().iter_errors(config))
@@ -161,7 +161,7 @@ def test_schema_accepts_nvidias_own_configs(name):
 
 
 def _default_with(mutate):
-    config = copy.deepcopy(yaml.safe_load(fixture_text("public/mig-parted/config-default.yaml")))
+    config = copy.deepcopy(yaml.safe_load(fixture_text("public/mig-parted/config-default.yaml.txt")))
     mutate(config["mig-configs"])
     return config
 
