@@ -300,8 +300,10 @@ def test_yaml_writer_refuses_other_types():
         render_yaml(["a"])
 
 
-def test_example_inventory_profiles_give_the_default_config():
-    """Every profile of inventories/example works unchanged: MIG off, no sharing."""
+def test_example_inventory_profiles_give_their_config():
+    """Every profile of inventories/example builds: the A100 80GB PCIe profile serves MIG
+    slices (strategy single), the others whole GPUs; none shares by time or MPS."""
+    expected_strategy = {"a100_80g_pcie": "single"}
     found = 0
     for path in sorted(glob.glob(os.path.join(ROOT, "inventories", "example", "group_vars", "*.yml"))):
         with open(path) as handle:
@@ -309,6 +311,7 @@ def test_example_inventory_profiles_give_the_default_config():
         if "gpucloud_profile" not in data:
             continue
         found += 1
+        strategy = expected_strategy.get(data["gpucloud_profile"]["name"], "none")
         assert build_device_plugin_config(data["gpucloud_profile"]) == {
-            "version": "v1", "flags": {"migStrategy": "none"}}, path
+            "version": "v1", "flags": {"migStrategy": strategy}}, path
     assert found == 4
