@@ -13,14 +13,15 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpucloud.fleet.plugins.module_utils import benchmark_runtime
 
 
-def training_benchmark_requirements(lock_cuda, torch, torchvision, nvidia_ml_py, variants, variant="auto"):
+def training_benchmark_requirements(lock_cuda, torch, torchvision, nvidia_ml_py, variants, variant="auto",
+                                    torchvision_variant="same"):
     """Exact pip requirements of the benchmark runtime for a node whose version lock says LOCK_CUDA."""
     try:
         chosen = benchmark_runtime.torch_variant(lock_cuda, list(variants or [])) if variant == "auto" else variant
-        return benchmark_runtime.requirements(torch, torchvision, nvidia_ml_py, chosen)
+        return benchmark_runtime.requirements(torch, torchvision, nvidia_ml_py, chosen, torchvision_variant)
     except (ValueError, TypeError) as exc:
         raise AnsibleFilterError("training_benchmark_requirements: %s (training_benchmark_cuda, "
-                                 "training_benchmark_torch_variant, training_benchmark_torch_variants, "
+                                 "training_benchmark_torch_variant(s), training_benchmark_torchvision_variant, "
                                  "training_benchmark_*_version)" % exc)
 
 

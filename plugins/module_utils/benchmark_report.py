@@ -21,7 +21,10 @@ BAR_COLORS = {"pass": "#4c78a8", "outlier": "#f58518", "below_floor": "#e45756",
 
 
 def _fmt(value, digits=1):
-    return "-" if value is None else ("%.*f" % (digits, value))
+    """A number for the table: DIGITS decimals from 10 up, three significant digits below (a CPU run's 0.05)."""
+    if value is None:
+        return "-"
+    return ("%.*f" % (digits, value)) if abs(value) >= 10 or digits == 0 else ("%.3g" % value)
 
 
 def ordered_nodes(judgement):

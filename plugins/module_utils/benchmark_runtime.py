@@ -50,20 +50,25 @@ def torch_variant(lock_cuda, variants):
     return fitting[-1][1]
 
 
-def requirements(torch, torchvision, nvidia_ml_py, variant):
+def requirements(torch, torchvision, nvidia_ml_py, variant, torchvision_variant="same"):
     """Exact pip requirements: torch and torchvision of the build VARIANT, nvidia-ml-py.
 
     VARIANT "" (or "none") pins the plain versions, as PyPI publishes them (its Linux wheels are
     CUDA builds too; which one is the index's business); otherwise the local label +VARIANT.
+    TORCHVISION_VARIANT "same" gives torchvision the same label; a build name or "none" another
+    (a wheelhouse that has torch's +cpu build but only PyPI's plain torchvision, the lab).
     """
     for name, value in (("torch", torch), ("torchvision", torchvision), ("nvidia-ml-py", nvidia_ml_py)):
         if not _VERSION_RE.match(str(value or "")):
             raise ValueError("%s version %r is not a plain release version (e.g. 2.13.0)" % (name, value))
     variant = str(variant or "")
-    if variant not in ("", "none", "cpu"):
-        variant_cuda(variant)
-    label = "" if variant in ("", "none") else "+" + variant
-    return ["torch==%s%s" % (torch, label), "torchvision==%s%s" % (torchvision, label),
+    tv_variant = variant if torchvision_variant in (None, "", "same") else str(torchvision_variant)
+    labels = []
+    for build in (variant, tv_variant):
+        if build not in ("", "none", "cpu"):
+            variant_cuda(build)
+        labels.append("" if build in ("", "none") else "+" + build)
+    return ["torch==%s%s" % (torch, labels[0]), "torchvision==%s%s" % (torchvision, labels[1]),
             "nvidia-ml-py==%s" % nvidia_ml_py]
 
 

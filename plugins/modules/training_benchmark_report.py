@@ -39,23 +39,17 @@ options:
     type: path
     required: true
   nodes:
-    description: Every node the run targeted, failed ones included.
+    description: Every node the run targeted (inventory names), failed and unreachable ones included.
     type: list
-    elements: dict
+    elements: str
     required: true
-    suboptions:
-      node:
-        description: Inventory name; the report file is C(<node>.json).
-        type: str
-        required: true
-      profile:
-        description: Hardware profile name (siblings are the nodes with the same profile).
-        type: str
-        default: ""
-      gpus_expected:
-        description: GPUs the profile expects; a per-GPU floor is multiplied by it.
-        type: int
-        default: 0
+  node_profiles:
+    description:
+      - Each node's hardware profile (its C(gpucloud_profile)); C(name) groups the siblings, C(gpu_count) is the GPUs
+        the profile expects (a per-GPU floor is multiplied by it, and a run on fewer GPUs fails).
+      - A node missing here has the profile V("") and expects no GPU.
+    type: dict
+    default: {}
   profiles:
     description:
       - The benchmark settings per profile name (the inventory's C(gpucloud_benchmark_profiles)); only each
@@ -105,9 +99,10 @@ EXAMPLES = r"""
     reports_dir: /srv/reports/benchmark/nodes
     dest: /srv/reports/benchmark
     run_id: 20261201T203000Z
-    nodes:
-      - {node: gpu-h200-001, profile: h200_sxm, gpus_expected: 8}
-      - {node: gpu-h200-002, profile: h200_sxm, gpus_expected: 8}
+    nodes: [gpu-h200-001, gpu-h200-002]
+    node_profiles:
+      gpu-h200-001: {name: h200_sxm, gpu_count: 8}
+      gpu-h200-002: {name: h200_sxm, gpu_count: 8}
     profiles:
       h200_sxm:
         floors:
@@ -182,7 +177,17 @@ def write_if_changed(path, data, check_mode):
 def run(module):
     """Judge, render and write; the module's result."""
     params = module.params
-    names = [n["node"] for n in params["nodes"]]
+    names = params["nodes"]
+    nodes = []
+    for name in names:
+        profile = params["node_profiles"].get(name) or {}
+        if not isinstance(profile, dict):
+            module.fail_json(msg="training_benchmark_report: node_profiles.%s must be a mapping (name, gpu_count)" % name)
+        try:
+            gpus = int(profile.get("gpu_count") or 0)
+        except (TypeError, ValueError):
+            module.fail_json(msg="training_benchmark_report: node_profiles.%s.gpu_count must be a whole number" % name)
+        nodes.append({"node": name, "profile": str(profile.get("name") or ""), "gpus_expected": gpus})
     floors = {}
     for profile, settings in params["profiles"].items():
         if not isinstance(settings, dict) or not isinstance(settings.get("floors", {}), dict):
@@ -190,7 +195,7 @@ def run(module):
         floors[profile] = settings.get("floors", {})
     try:
         judgement = benchmark_judge.judge(
-            params["nodes"], read_reports(params["reports_dir"], names), floors, params["benchmarks"],
+            nodes, read_reports(params["reports_dir"], names), floors, params["benchmarks"],
             params["outlier_pct"], params["outlier_min_nodes"], params["outlier_fails"], params["run_id"])
     except ValueError as exc:
         module.fail_json(msg="training_benchmark_report: %s" % exc)
@@ -222,9 +227,8 @@ def main():
     """Entry point."""
     module = AnsibleModule(argument_spec=dict(
         reports_dir=dict(type="path", required=True),
-        nodes=dict(type="list", elements="dict", required=True, options=dict(
-            node=dict(type="str", required=True), profile=dict(type="str", default=""),
-            gpus_expected=dict(type="int", default=0))),
+        nodes=dict(type="list", elements="str", required=True),
+        node_profiles=dict(type="dict", default={}),
         profiles=dict(type="dict", default={}),
         benchmarks=dict(type="list", elements="str", default=["resnet50", "bert_base"]),
         outlier_pct=dict(type="float", default=10.0),

@@ -76,3 +76,12 @@ def test_problems_name_the_setting():
         "steps, channels_last)",
         "training_benchmark_benchmarks.resnet50.warmup_steps must be a whole number >= 0, got -1",
     ]
+
+
+def test_torchvision_may_have_another_build():
+    assert training_benchmark_requirements("", "2.13.0", "0.28.0", "13.615.71", VARIANTS, "cpu", "none") == [
+        "torch==2.13.0+cpu", "torchvision==0.28.0", "nvidia-ml-py==13.615.71"]
+    assert training_benchmark_requirements("12.8", "2.13.0", "0.28.0", "13.615.71", VARIANTS, "auto", "cu126")[1] == \
+        "torchvision==0.28.0+cu126"
+    with pytest.raises(AnsibleFilterError):
+        training_benchmark_requirements("12.8", "2.13.0", "0.28.0", "13.615.71", VARIANTS, "auto", "rocm6")

@@ -50,10 +50,11 @@ def test_markdown_table(judgement):
     rows = {line.split(" | ")[0][2:]: line for line in lines if line.startswith("| ") and not line.startswith("| node")}
     assert sorted(rows) == ["big-1", "big-2", "lab-1", "lab-2", "lab-3"]
     resnet = real["benchmarks"]["resnet50"]["samples_per_s"]
-    assert rows["lab-1"].startswith("| lab-1 | lab | %.1f | 0.1 | %.1f |" % (resnet, resnet))
+    assert rows["lab-1"].startswith("| lab-1 | lab | %.3g | 0.1 | %.3g |" % (resnet, resnet))
     assert "(outlier)" in rows["lab-3"] and rows["lab-3"].endswith("| WARN |")
-    assert rows["big-2"] == "| big-2 | big | - | 1.0 | %.1f | - | - | %.1f | FAIL |" % (
-        3 * resnet, 3 * real["benchmarks"]["bert_base"]["samples_per_s"])
+    assert rows["big-2"] == "| big-2 | big | - | 1 | %s | - | - | %s | FAIL |" % (
+        br._fmt(3 * resnet), br._fmt(3 * real["benchmarks"]["bert_base"]["samples_per_s"]))
+    assert (br._fmt(12345.678), br._fmt(3.4876), br._fmt(0.05), br._fmt(None)) == ("12345.7", "3.49", "0.05", "-")
     assert "- big-2: no report came back from the node (missing_report)" in lines
     assert "- big / bert_base: floor - samples/s (node); no source given" in lines
     assert "5 nodes: 2 pass, 2 warn, 1 fail." in text  # big-1 warns: no bert_base floor
@@ -70,7 +71,7 @@ def test_svg_plot_is_valid_and_draws_every_number(judgement):
     slow = [r for r in bars if r.find(SVG + "title").text.startswith("lab-3")]
     assert {r.get("fill") for r in slow} == {br.BAR_COLORS["outlier"]}
     lines = [l.find(SVG + "title").text for l in root.iter(SVG + "line") if l.find(SVG + "title") is not None]
-    assert "lab floor 0.1" in lines and "big floor 1.0" in lines
+    assert "lab floor 0.1" in lines and "big floor 1.0" in lines  # SVG titles keep one decimal
     assert any(t.startswith("lab median") for t in lines)
 
 

@@ -94,3 +94,16 @@ def test_aggregate_samples_keeps_the_window_and_leaves_unmeasured_out():
                    "power": {"mean": 300.0, "min": 300.0, "max": 300.0}}
     assert "clock" not in out and math.isfinite(out["power"]["mean"])
     assert bs.aggregate_samples([], ("util",)) == {"samples": 0}
+
+
+def test_real_capture_ran_the_real_models():
+    """The fixture's run used the default shapes: torchvision's ResNet-50 (25,557,032 parameters, as
+    torchvision's model card says) and BERT-base pre-training (110,106,428, BertForPreTraining's count
+    for bert-base-uncased), on two ranks, losses finite."""
+    data = json.loads(fixture("cpu-2rank-gloo-host.json"))
+    assert data["benchmarks"]["resnet50"]["params"] == 25557032
+    assert data["benchmarks"]["bert_base"]["params"] == 110106428
+    assert data["benchmarks"]["resnet50"]["model_impl"].startswith("torchvision 0.28.0")
+    for result in data["benchmarks"].values():
+        assert result["world_size"] == 2 and result["precision"] == "bf16"
+        assert all(math.isfinite(loss) for loss in result["loss_first_last"])

@@ -40,8 +40,8 @@ def reports(tmp_path):
 
 def args(tmp_path, run_id, **extra):
     base = {"reports_dir": str(tmp_path / "nodes"), "run_id": run_id, "profiles": PROFILES,
-            "nodes": [{"node": "lab-1", "profile": "lab"}, {"node": "lab-2", "profile": "lab"},
-                      {"node": "lab-3", "profile": "lab"}, {"node": "lab-4", "profile": "lab"}]}
+            "nodes": ["lab-1", "lab-2", "lab-3", "lab-4"],
+            "node_profiles": {n: {"name": "lab", "gpu_count": 0} for n in ("lab-1", "lab-2", "lab-3", "lab-4")}}
     base.update(extra)
     return base
 
@@ -79,6 +79,15 @@ def test_png_when_matplotlib_is_there(reports):
     assert run_module(training_benchmark_report, args(tmp_path, run_id, dest=str(dest)))["changed"] is False
 
 
+def test_gpu_count_comes_from_the_profile(reports):
+    tmp_path, run_id = reports
+    profiles = {n: {"name": "lab", "gpu_count": 8} for n in ("lab-1", "lab-2")}
+    result = run_module(training_benchmark_report, args(tmp_path, run_id, nodes=["lab-1", "lab-2"], node_profiles=profiles))
+    assert "ran on 2 GPUs, the profile expects 8" in [f["message"] for f in result["verdicts"]["lab-1"]["findings"]]
+    result = run_module(training_benchmark_report, args(tmp_path, run_id, node_profiles={"lab-1": {"gpu_count": "x"}}))
+    assert result["failed"] and "node_profiles.lab-1.gpu_count" in result["msg"]
+
+
 def test_bad_floor_fails_by_name(reports):
     tmp_path, run_id = reports
     profiles = {"lab": {"floors": {"resnet50": {"min_samples_per_s": "fast"}}}}
@@ -107,7 +116,7 @@ def test_program_without_torch_reports_the_failure_and_the_node_fails(tmp_path):
     assert report["run_id"] == "r1" and report["benchmarks"] == {}
     result = run_module(training_benchmark_report, {
         "reports_dir": str(tmp_path / "nodes"), "run_id": "r1", "profiles": PROFILES,
-        "nodes": [{"node": "lab-1", "profile": "lab"}]})
+        "nodes": ["lab-1"], "node_profiles": {"lab-1": {"name": "lab"}}})
     verdict = result["verdicts"]["lab-1"]
     assert verdict["status"] == "fail"
     assert [f["kind"] for f in verdict["findings"]] == ["report_error", "missing_benchmark", "missing_benchmark"]
