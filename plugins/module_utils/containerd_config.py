@@ -43,7 +43,11 @@ Where we differ, on purpose:
   leaves ``runc`` out of the effective config (measured with ``containerd config dump``,
   tests/fixtures/containerd/). We need the output of ``containerd config default`` of the
   host instead and edit that.
-- For the same reason we refuse a file that has no low-level runtime table to copy.
+- For the same reason a file that has no low-level runtime table to copy (Debian's packaged
+  /etc/containerd/config.toml sets only the CNI paths) is refused, unless default_text is
+  given: then runc's table from ``containerd config default`` is written beside nvidia's, so
+  the file names both (molecule/container_runtime: ``containerd config dump`` of 1.6.20 and
+  1.7.24 shows both).
 - We never write a drop-in (``conf.d``) file: on containerd 1.6/1.7 a drop-in with a CRI
   plugin table replaces the whole CRI section of the main file (measured, same folder).
 - Every plan is checked: the new text must parse to exactly the old document with the
@@ -493,8 +497,9 @@ def plan_nvidia_runtime(current_text, set_as_default=False, runtime_path=DEFAULT
     default as it is, whatever it is.
     runtime_path: the ``nvidia-container-runtime`` binary (``options.BinaryName``).
     enable_cdi: set ``enable_cdi = true`` for the CRI plugin; false leaves it as it is.
-    default_text: the host's ``containerd config default`` output, needed only when
-    current_text is blank: it becomes the base the runtime is added to.
+    default_text: the host's ``containerd config default`` output, needed when current_text
+    is blank (it becomes the base the runtime is added to) or names no runtime to copy (its
+    default runtime's table is added beside nvidia's).
     containerd_version: the host's containerd version (``1.7.24``), optional; when given,
     a version 3 file on containerd 1.x and CDI on containerd 1.6 are refused.
 

@@ -82,7 +82,7 @@ options:
 requirements:
   - Python 3.11 on the managed host (C(tomllib)), or the C(tomli) package.
 notes:
-  - containerd reads its config only at start; restart it when RV(changed) is true. A
+  - containerd reads its config only at start; restart it when the module reports a change. A
     restart leaves running containers and pods alive (their shims keep them); see
     docs/roles/container_runtime.md.
 seealso:
