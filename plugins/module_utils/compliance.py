@@ -748,27 +748,30 @@ def _md(text):
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def _totals_line(totals):
+    return "Totals: %d pass, %d fail, %d not covered." % (totals[PASS], totals[FAIL], totals[NOT_COVERED])
+
+
 def node_markdown(report):
     lines = ["# Compliance evidence: %s" % report["host"], "",
              "Collected %s by playbooks/compliance.yml (read-only). Each control: pass only when every check "
              "behind it passed; fail when one failed; not covered when no check backs it or a check had no "
              "evidence. This report is evidence for an auditor, not a certification." % report["collected_at"], "",
-             "Totals: %d pass, %d fail, %d not covered." % (report["totals"][PASS], report["totals"][FAIL],
-                                                           report["totals"][NOT_COVERED]), ""]
+             _totals_line(report["totals"]), ""]
     for fw in report["frameworks"]:
         lines += ["## %s" % fw["title"], "", "| Control | Status | Checked | Result |", "|---|---|---|---|"]
         for c in fw["controls"]:
             detail = "; ".join("%s: %s (%s)" % (r["id"], r["status"], r["detail"]) for r in c["checks"]) or c.get("reason", "")
-            lines.append("| %s %s | **%s** | %s | %s |" % (_md(c["id"]), _md(c["title"]), c["status"],
-                                                          _md("; ".join(c["checked"]) or "-"), _md(detail)))
+            checked = _md("; ".join(c["checked"]) or "-")
+            lines.append("| %s %s | **%s** | %s | %s |" % (_md(c["id"]), _md(c["title"]), c["status"], checked, _md(detail)))
         lines.append("")
     lines += ["## Evidence", "", "| Name | Command or file | rc | Collected | sha256 |", "|---|---|---|---|---|"]
     for name, rec in report["evidence"].items():
         if rec.get("skipped"):
             lines.append("| %s | skipped: %s | | | |" % (_md(name), _md(rec["reason"])))
         else:
-            lines.append("| %s | `%s` | %s | %s | `%s` |" % (_md(name), _md(rec["command"]), rec["rc"],
-                                                           rec["collected_at"], rec["sha256"]))
+            row = (_md(name), _md(rec["command"]), rec["rc"], rec["collected_at"], rec["sha256"])
+            lines.append("| %s | `%s` | %s | %s | `%s` |" % row)
     if report.get("openscap"):
         o = report["openscap"]
         lines += ["", "## OpenSCAP", "", "Results: %s." % ", ".join("%s %d" % kv for kv in sorted(o["counts"].items())),
@@ -787,8 +790,7 @@ def fleet_markdown(fleet):
         fleet["generated_at"], len(fleet["hosts"]), ", ".join(fleet["hosts"])), "",
         "A control passes for the fleet only when it passes on every host. Per-host detail and evidence: "
         "<host>.md / <host>.json.", "",
-        "Totals: %d pass, %d fail, %d not covered." % (fleet["totals"][PASS], fleet["totals"][FAIL],
-                                                      fleet["totals"][NOT_COVERED]), "",
+        _totals_line(fleet["totals"]), "",
         "| Framework | Control | Status | Failed on | Not covered on |", "|---|---|---|---|---|"]
     for c in fleet["controls"]:
         lines.append("| %s | %s %s | **%s** | %s | %s |" % (

@@ -28,6 +28,7 @@ attributes:
     description: The probes only read; they run in check mode too.
   diff_mode:
     support: none
+    description: Nothing changes, so there is nothing to show.
 options:
   probes:
     description: The probes.

@@ -6,6 +6,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import gzip
 import hashlib
 import os
 
@@ -36,9 +37,13 @@ from ansible_collections.gpucloud.fleet.tests.unit.plugins.modules.utils import 
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 CONTROL_MAP = os.path.join(ROOT, "playbooks", "files", "compliance", "control_map.yml")
+FIXTURES = os.path.join(ROOT, "tests", "fixtures", "compliance")
 
 
 def fx(name):
+    if name.endswith(".gz"):
+        with gzip.open(os.path.join(FIXTURES, name), "rt", newline="") as handle:
+            return handle.read()
     return fixture_text("compliance", name)
 
 
@@ -65,7 +70,7 @@ def hardened_evidence():
         "apt_upgrade_simulation": rec(fx("apt-get-s-dist-upgrade-debian12.txt")),
         "accounts": rec(fx("getent-passwd-debian12.txt")),
         "login_shells": rec(fx("shells-debian12.txt")),
-        "openscap": rec(fx("oscap-eval-debian12-tailored.txt"), rc=2),
+        "openscap": rec(fx("oscap-eval-debian12-tailored.txt.gz"), rc=2),
         "lynis_report": rec(fx("lynis-report-debian12.dat")),
     }
 
@@ -200,8 +205,8 @@ def test_audit_rules_missing_a_category_fail():
 
 
 def test_oscap_stdout_with_carriage_returns():
-    results = parse_oscap_stdout(fx("oscap-eval-debian12-tailored.txt"))
-    assert len(results) == fx("oscap-eval-debian12-tailored.txt").count("\nRule")
+    results = parse_oscap_stdout(fx("oscap-eval-debian12-tailored.txt.gz"))
+    assert len(results) == fx("oscap-eval-debian12-tailored.txt.gz").count("\nRule")
     assert results["xccdf_org.ssgproject.content_rule_sudo_add_noexec"] == "fail"
     assert "pass" in results.values() and "notapplicable" in results.values()
 
