@@ -182,13 +182,14 @@ def render_png(judgement, title="Training benchmark: samples/s per node"):
                 axis.hlines(stats["floor"], x_start - 0.4, x - 0.6, colors="#e45756", linestyles="dashed")
             if stats["median"] is not None:
                 axis.hlines(stats["median"], x_start - 0.4, x - 0.6, colors="#333333", linestyles="dotted")
-            axis.text((x_start + x - 1) / 2.0, -0.32, profile, transform=axis.get_xaxis_transform(),
-                      ha="center", va="top", fontweight="bold", fontsize=9)
+            axis.text((x_start + x - 1) / 2.0, 1.01, profile, transform=axis.get_xaxis_transform(),
+                      ha="center", va="bottom", fontweight="bold", fontsize=9)
             x += 0.8
+        axis.set_xlim(-0.6, max(x - 0.2, 3.4))
         axis.set_xticks(ticks)
         axis.set_xticklabels(labels, rotation=45, ha="right", fontsize=8)
         axis.set_ylabel("samples/s")
-        axis.set_title(bench, fontsize=10)
+        axis.set_title(bench, fontsize=10, loc="left", pad=14)
     fig.suptitle(title + "\n(dashed red: floor; dotted: profile median in this run)", fontsize=10)
     fig.tight_layout()
     buf = io.BytesIO()

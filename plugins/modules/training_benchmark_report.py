@@ -30,9 +30,11 @@ attributes:
     description: In check mode nothing is written; C(changed) says whether a file would change.
   diff_mode:
     support: none
+    description: The files are reports; C(changed) says whether one was (or would be) rewritten.
   platform:
     support: full
     platforms: posix
+    description: The controller, where the nodes' reports were fetched to.
 options:
   reports_dir:
     description: Directory holding one C(<node>.json) per node.

@@ -1,13 +1,12 @@
-#!/usr/bin/env python3
 # Copyright (c) 2026, gpucloud.fleet contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Synthetic-data training throughput of one node: ResNet-50 and BERT-base pre-training.
 
-Run by playbooks/benchmark.yml (role gpucloud.fleet.training_benchmark) in the benchmark's
-own virtualenv, with benchmark_stats.py beside it:
+Run by playbooks/benchmark.yml (role gpucloud.fleet.training_benchmark) with the python3 of the
+benchmark's own virtualenv, with benchmark_stats.py beside it:
 
-    gpucloud_train_bench.py --config CONFIG.json --output REPORT.json [--run-id ID]
+    venv/bin/python3 gpucloud_train_bench.py --config CONFIG.json --output REPORT.json [--run-id ID]
 
 Each benchmark runs data parallel on every GPU of the node (torch DDP, one process per GPU,
 started with torch.multiprocessing's spawn; NCCL between GPUs, gloo on CPU), in mixed
@@ -114,7 +113,7 @@ def build_bert(torch, cfg):
             self.drop = nn.Dropout(cfg["dropout"])
 
         def forward(self, x):
-            batch, seq, _ = x.shape
+            batch, seq = x.shape[0], x.shape[1]
             q, k, v = self.qkv(x).view(batch, seq, 3, heads, hidden // heads).permute(2, 0, 3, 1, 4)
             ctx = F.scaled_dot_product_attention(q, k, v, dropout_p=cfg["dropout"] if self.training else 0.0)
             ctx = ctx.transpose(1, 2).reshape(batch, seq, hidden)
@@ -131,7 +130,7 @@ def build_bert(torch, cfg):
             self.token_type = nn.Embedding(cfg["type_vocab_size"], hidden)
             self.emb_norm = nn.LayerNorm(hidden, eps=1e-12)
             self.drop = nn.Dropout(cfg["dropout"])
-            self.layers = nn.ModuleList(Layer() for _ in range(cfg["num_layers"]))
+            self.layers = nn.ModuleList(Layer() for _layer in range(cfg["num_layers"]))
             self.pooler = nn.Linear(hidden, hidden)
             self.mlm_transform = nn.Linear(hidden, hidden)
             self.mlm_norm = nn.LayerNorm(hidden, eps=1e-12)
@@ -185,7 +184,7 @@ def make_workload(torch, name, bcfg, device):
     model = build_bert(torch, cfg)
     ids = torch.randint(0, cfg["vocab_size"], (batch, seq), generator=gen).to(device)
     types = (torch.arange(seq) >= seq // 2).long().expand(batch, seq).contiguous().to(device)
-    positions = torch.stack([torch.randperm(seq, generator=gen)[:preds] for _ in range(batch)]).to(device)
+    positions = torch.stack([torch.randperm(seq, generator=gen)[:preds] for _row in range(batch)]).to(device)
     mlm_labels = torch.randint(0, cfg["vocab_size"], (batch, preds), generator=gen).to(device)
     nsp_labels = torch.randint(0, 2, (batch,), generator=gen).to(device)
     data = (ids, types, positions)
@@ -261,9 +260,11 @@ def worker(rank, job, results):
         slowest = torch.tensor(times, dtype=torch.float64, device=device)
         dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
         if rank == 0:
-            software = {"torch": torch.__version__, "cuda": torch.version.cuda,
-                        "cudnn": torch.backends.cudnn.version() if device_kind == "cuda" else None,
-                        "nccl": ".".join(str(v) for v in torch.cuda.nccl.version()) if device_kind == "cuda" else None}
+            software = {"torch": torch.__version__, "cuda": torch.version.cuda, "cudnn": None, "nccl": None}
+            if device_kind == "cuda":
+                nccl = torch.cuda.nccl.version()  # a tuple (2, 21, 5); an int 2708 before torch 1.13
+                software.update(cudnn=torch.backends.cudnn.version(),
+                                nccl=".".join(str(v) for v in nccl) if isinstance(nccl, tuple) else str(nccl))
             results.put({"name": name, "step_times": slowest.cpu().tolist(), "params": params,
                          "model_impl": impl, "losses": losses, "steady_start": steady_start,
                          "steady_end": steady_end, "software": software,
@@ -464,7 +465,8 @@ def main(argv=None):
     try:
         nvml = Nvml()
         report["nvml"] = nvml.inventory()
-    except Exception as exc:  # pylint: disable=broad-except  (no driver, no library, no GPU)
+    # No driver, no NVML library, no GPU: the report says which, and no GPU series is invented.
+    except Exception as exc:  # pylint: disable=broad-except
         report["nvml"] = {"error": str(exc) or type(exc).__name__}
     try:
         import torch  # pylint: disable=import-outside-toplevel

@@ -32,7 +32,7 @@ def test_percentile_is_numpy_linear():
         bs.percentile([1], 101)
 
 
-@pytest.mark.parametrize("report", ["cpu-2rank-gloo-host.json"])
+@pytest.mark.parametrize("report", ["cpu-2rank-gloo-host.json", "cpu-2rank-gloo-lab-debian12.json"])
 def test_summary_recomputed_from_real_step_times(report):
     """The program's numbers are what summarize_steps makes of the step times it recorded."""
     data = json.loads(fixture(report))
