@@ -95,3 +95,23 @@ def test_docker_daemon_json_check_write_rerun(tmp_path, existing):
 
     again = run_playbook(tmp_path, playbook, env=ENV)
     assert recap(again.stdout) == (0, 0)
+
+
+def test_check_mode_with_nvidias_repository_needs_no_network(tmp_path):
+    """site.yml --check on fresh nodes (molecule/example_check) must not reach NVIDIA: get_url
+    sends a HEAD request even in check mode, so the role reports the key it would fetch."""
+    play = [{
+        "name": "Repository", "hosts": "localhost", "connection": "local", "gather_facts": False,
+        "vars": dict(GOOD, container_runtime_nvidia_repo_key_url="http://127.0.0.1:9/gpgkey",
+                     __container_runtime_keyring_dir=str(tmp_path / "keyrings"),
+                     __container_runtime_nvidia_list=str(tmp_path / "absent.list")),
+        "tasks": [{"name": "Run %s.yml" % name, "ansible.builtin.include_role": {
+            "name": "gpucloud.fleet.container_runtime", "tasks_from": name}} for name in ("set_vars", "repository")],
+    }]
+    playbook = tmp_path / "repository.yml"
+    playbook.write_text(yaml.safe_dump(play, sort_keys=False))
+    run = run_playbook(tmp_path, playbook, args=["--check"], env=ENV)
+    changed, failed = recap(run.stdout)
+    assert failed == 0 and changed >= 2, run.stdout[-3000:]
+    assert "Would fetch http://127.0.0.1:9/gpgkey" in run.stdout
+    assert not (tmp_path / "keyrings").exists()
