@@ -306,3 +306,11 @@ def test_build_repo_makes_a_signed_flat_repository(tmp_path):
     assert verify.returncode == 0
     with open(os.path.join(repo, "Packages"), encoding="utf-8") as handle:
         assert handle.read().count("Package: nvidia-smi\n") == 2
+
+
+def test_fault_command_line_takes_options_anywhere():
+    """molecule/metal injects `nvsim-fault xid --gpu 3 79`: plain argparse refused the code after an option."""
+    for argv in (["xid", "--gpu", "3", "79"], ["xid", "79", "--gpu", "3"], ["--gpu", "3", "xid", "79"]):
+        args = nvsim_fault.parse_args(argv)
+        assert (args.command, args.code, args.gpu) == ("xid", 79, 3), argv
+    assert nvsim_fault.parse_args(["ecc-dbe", "--gpu", "1"]).code is None
