@@ -15,6 +15,7 @@ __metaclass__ = type
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -79,3 +80,13 @@ def run_cases(work, plays, inventory="localhost,", env=None):
     run = run_playbook(work, playbook, inventory, env=env)
     assert run.returncode == 0 and result.exists(), run.stdout[-4000:]
     return json.loads(result.read_text()), run.stdout
+
+
+def assert_outcomes(outcomes, cases):
+    """CASES: {case id: (variables, expected)}; expected None means the case must pass, else a
+    regex the refusing task's message must match."""
+    for case, (_variables, expected) in cases.items():
+        if expected is None:
+            assert outcomes[case]["task"] is None, (case, outcomes[case])
+        else:
+            assert outcomes[case]["task"] is not None and re.search(expected, outcomes[case]["msg"]), (case, outcomes[case])

@@ -17,7 +17,7 @@ import sys
 import pytest
 import yaml
 
-from ansible_collections.gpucloud.fleet.tests.unit.roles.playbook_cases import ansible_env, case_play, run_cases, run_playbook
+from ansible_collections.gpucloud.fleet.tests.unit.roles.playbook_cases import ansible_env, assert_outcomes, case_play, run_cases, run_playbook
 
 # Modules run on localhost (set_vars gathers facts, docker.yml writes files): with the test's own Python.
 ENV = ansible_env(ANSIBLE_PYTHON_INTERPRETER=sys.executable)
@@ -41,11 +41,7 @@ def test_validate_refuses_bad_settings_by_name(tmp_path):
     plays = [case_play(case, "container_runtime", dict(GOOD, **overrides), tasks_from=("set_vars", "validate"))
              for case, (overrides, _expected) in CASES.items()]
     outcomes, _output = run_cases(tmp_path, plays, env=ENV)
-    for case, (_overrides, expected) in CASES.items():
-        if expected is None:
-            assert outcomes[case]["task"] is None, (case, outcomes[case])
-        else:
-            assert outcomes[case]["task"] is not None and re.search(expected, outcomes[case]["msg"]), (case, outcomes[case])
+    assert_outcomes(outcomes, CASES)
 
 
 def docker_play(config, set_default=False):
