@@ -60,19 +60,24 @@ def bus_of(profile, gpu):
     return spec["bus"][gpu]
 
 
-def parse_args(argv):
-    """The command line; options may stand anywhere (`xid --gpu 3 79` as well as `xid 79 --gpu 3`)."""
+def build_parser():
     parser = argparse.ArgumentParser(prog="nvsim-fault", description="Simulated GPU faults for the nvsim lab driver.")
     parser.add_argument("command", choices=["ecc-dbe", "nvlink-down", "xid", "clear", "show"])
     parser.add_argument("code", nargs="?", type=int, help="Xid code (xid only)")
     parser.add_argument("--gpu", type=int, default=0)
     parser.add_argument("--link", type=int, default=0)
+    return parser
+
+
+def parse_args(argv, parser=None):
+    """The command line; options may stand anywhere (`xid --gpu 3 79` as well as `xid 79 --gpu 3`)."""
     # parse_args would read `xid --gpu 3 79` as command xid without a code and refuse the 79.
-    return parser.parse_intermixed_args(argv)
+    return (parser or build_parser()).parse_intermixed_args(argv)
 
 
 def main(argv):
-    args = parse_args(argv)
+    parser = build_parser()
+    args = parse_args(argv, parser)
     faults = nvsim_smi.read_json(nvsim_smi.FAULTS_FILE)
     if args.command == "show":
         sys.stdout.write(json.dumps(faults, indent=2, sort_keys=True) + "\n")

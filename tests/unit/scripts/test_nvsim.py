@@ -314,3 +314,14 @@ def test_fault_command_line_takes_options_anywhere():
         args = nvsim_fault.parse_args(argv)
         assert (args.command, args.code, args.gpu) == ("xid", 79, 3), argv
     assert nvsim_fault.parse_args(["ecc-dbe", "--gpu", "1"]).code is None
+
+
+def test_fault_refuses_a_gpu_the_profile_lacks(tmp_path, monkeypatch, capsys):
+    """No simulated GPU 1 without a profile: a usage error (exit 2) naming it, and nothing written."""
+    monkeypatch.setattr(nvsim_smi, "PROFILE_FILE", str(tmp_path / "profile"))
+    monkeypatch.setattr(nvsim_smi, "FAULTS_FILE", str(tmp_path / "faults.json"))
+    with pytest.raises(SystemExit) as exit_info:
+        nvsim_fault.main(["ecc-dbe", "--gpu", "1"])
+    assert exit_info.value.code == 2
+    assert "no GPU 1 in profile None" in capsys.readouterr().err
+    assert not (tmp_path / "faults.json").exists()
