@@ -10,14 +10,19 @@
     nvsim-fault clear
     nvsim-fault show
 
-State lives in /etc/nvsim/faults.json, which the simulated nvidia-smi reads.
+State lives in /etc/nvsim/faults.json, which the simulated nvidia-smi reads. An Xid line
+is printed by the stand-in kernel module (/proc/driver/nvidia/gpucloud-xid), so it is a kernel message.
 """
 
 import argparse
 import json
+import os
 import sys
 
 import nvsim_smi
+
+# Written by the stand-in nvidia module into the kernel log (scripts/nvsim/kmod/nvidia.c).
+XID_SWITCH = "/proc/driver/nvidia/gpucloud-xid"
 
 # Xid texts as the driver logs them (NVIDIA's Xid catalog); others get a generic text.
 XID_TEXT = {
@@ -89,8 +94,11 @@ def main(argv):
     if args.command == "xid":
         if args.code is None:
             parser.error("xid needs a CODE")
-        with open("/dev/kmsg", "w", encoding="utf-8") as kmsg:
-            kmsg.write("<3>%s\n" % xid_line(bus, args.code))
+        if not os.path.exists(XID_SWITCH):
+            parser.error("%s is missing: the stand-in nvidia module is not loaded (an Xid comes "
+                         "from the kernel module, as on metal)" % XID_SWITCH)
+        with open(XID_SWITCH, "w", encoding="utf-8") as switch:
+            switch.write(xid_line(bus, args.code) + "\n")
         faults.setdefault("xid", []).append({"gpu": args.gpu, "code": args.code})
     else:
         faults = apply(faults, args.command, args.gpu, args.link)

@@ -4,6 +4,7 @@
 
 """scripts/nvsim: the simulated nvidia-smi answers as the real one, and our parsers read it."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -324,4 +325,37 @@ def test_fault_refuses_a_gpu_the_profile_lacks(tmp_path, monkeypatch, capsys):
         nvsim_fault.main(["ecc-dbe", "--gpu", "1"])
     assert exit_info.value.code == 2
     assert "no GPU 1 in profile None" in capsys.readouterr().err
+    assert not (tmp_path / "faults.json").exists()
+
+
+def _h200_fault_files(tmp_path, monkeypatch):
+    monkeypatch.setattr(nvsim_smi, "PROFILE_FILE", str(tmp_path / "profile"))
+    monkeypatch.setattr(nvsim_smi, "FAULTS_FILE", str(tmp_path / "faults.json"))
+    (tmp_path / "profile").write_text("h200-hgx8\n")
+
+
+def test_xid_goes_through_the_kernel_module_switch(tmp_path, monkeypatch):
+    """The Xid line is written to the stand-in module's switch, which prints it as a kernel message.
+
+    Written to /dev/kmsg from userspace, it was filed under LOG_USER and journald stripped
+    "NVRM:" as a syslog identifier, so verify's `journalctl -k` read no Xid (metal lane, 2026-12-01).
+    """
+    _h200_fault_files(tmp_path, monkeypatch)
+    switch = tmp_path / "gpucloud-xid"
+    switch.write_text("")
+    monkeypatch.setattr(nvsim_fault, "XID_SWITCH", str(switch))
+    assert nvsim_fault.main(["xid", "--gpu", "3", "79"]) == 0
+    written = switch.read_text()
+    assert written.startswith("NVRM: Xid (PCI:0000:") and written.endswith("\n")
+    assert [e["code"] for e in xid.parse_xid_events(written)] == [79]
+    assert json.loads((tmp_path / "faults.json").read_text())["xid"] == [{"gpu": 3, "code": 79}]
+
+
+def test_xid_without_the_module_loaded_is_refused(tmp_path, monkeypatch, capsys):
+    _h200_fault_files(tmp_path, monkeypatch)
+    monkeypatch.setattr(nvsim_fault, "XID_SWITCH", str(tmp_path / "absent"))
+    with pytest.raises(SystemExit) as exit_info:
+        nvsim_fault.main(["xid", "79"])
+    assert exit_info.value.code == 2
+    assert "stand-in nvidia module is not loaded" in capsys.readouterr().err
     assert not (tmp_path / "faults.json").exists()
