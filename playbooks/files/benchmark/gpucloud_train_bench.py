@@ -429,6 +429,9 @@ def run_benchmark(name, job, sampler_interval, nvml, timeout):
     if not all(math.isfinite(v) for v in res["losses"]):
         out["error"] = "the loss is not finite (%s)" % res["losses"]
     start, end = res["steady_start"], res["steady_end"]
+    # The window the resource samples are taken from, and how often the sampler looked: a steady phase
+    # shorter than the interval holds no sample, and the report says so rather than inventing one.
+    out.update(steady_s=end - start, sample_interval_s=sampler_interval)
     out["host"] = benchmark_stats.aggregate_samples(sampler.host, HOST_FIELDS, start, end)
     if nvml:
         window = [s for s in sampler.gpu if start <= s["t"] <= end]
