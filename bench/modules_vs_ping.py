@@ -34,7 +34,6 @@ is set to .cache/collections, where this script links the repository as
 ansible_collections/gpucloud/fleet (the link tests/conftest.py makes).
 """
 
-from __future__ import absolute_import, division, print_function
 
 import argparse
 import datetime

@@ -4,9 +4,6 @@
 
 # Documentation: acceptance_*.yml beside this file. Logic: module_utils/acceptance.py, xid.py.
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 from collections.abc import Mapping
 

@@ -5,8 +5,6 @@
 # Documentation: compliance_node_report.yml, compliance_fleet_report.yml and
 # compliance_markdown.yml beside this file.
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.gpucloud.fleet.plugins.module_utils.compliance import (

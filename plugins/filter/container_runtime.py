@@ -6,8 +6,6 @@
 # nvidia_cdi_plan.yml beside this file. The decisions live in
 # plugins/module_utils/container_toolkit.py.
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 

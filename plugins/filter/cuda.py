@@ -4,8 +4,6 @@
 
 # Documentation: cuda_min_driver.yml and cuda_driver_compatible.yml beside this file.
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 

@@ -5,8 +5,6 @@
 # Documentation: device_plugin_config.yml beside this file. The logic and its sources live in
 # plugins/module_utils/device_plugin_config.py.
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 

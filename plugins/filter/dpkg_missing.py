@@ -4,8 +4,6 @@
 
 # Documentation: dpkg_missing.yml beside this file.
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 

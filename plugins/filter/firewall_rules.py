@@ -7,8 +7,6 @@
 # Rules are rendered exactly as iptables-save prints them, so that the live rules of our
 # chain (read back with iptables-save) compare line by line with the wanted ones.
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
 
 import difflib
 import re

@@ -4,8 +4,6 @@
 
 # Documentation: host_hardening_ssh_lockout.yml and host_hardening_unattended_blacklist.yml.
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.gpucloud.fleet.plugins.module_utils.compliance_hardening import (

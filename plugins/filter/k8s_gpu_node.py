@@ -5,8 +5,6 @@
 # Documentation: k8s_gpu_node_*.yml beside this file. The logic and its sources live in
 # plugins/module_utils/k8s_gpu_node.py.
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 

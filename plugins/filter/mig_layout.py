@@ -4,9 +4,6 @@
 
 """Filters over module_utils/mig_layout.py: the mig-parted config of a hardware profile."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 

@@ -4,8 +4,6 @@
 
 # Documentation: nccl_ib_hcas.yml beside this file.
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
 
 from collections.abc import Mapping
 

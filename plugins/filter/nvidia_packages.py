@@ -5,8 +5,6 @@
 # Documentation: one <filter name>.yml beside this file per filter. The logic and its
 # sources live in plugins/module_utils/nvidia_packages.py.
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
 
 import base64
 import functools

@@ -4,9 +4,6 @@
 
 # Documentation: rollout_plan.yml beside this file. Logic: module_utils/rollout.py.
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 from collections.abc import Mapping
 

@@ -5,8 +5,6 @@
 # Documentation: training_benchmark_requirements.yml, training_benchmark_missing.yml and
 # training_benchmark_problems.yml beside this file.
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 

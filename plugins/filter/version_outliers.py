@@ -4,8 +4,6 @@
 
 # Documentation: version_outliers.yml beside this file.
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
 
 import re
 

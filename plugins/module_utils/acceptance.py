@@ -23,9 +23,6 @@ Every check is ``{host, check, status, ok, detail}`` with status
 ``ok`` is false only for ``fail``.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import fnmatch
 import json

@@ -21,8 +21,6 @@ benchmark:
   the profile expects: the node fails; a missing number never passes.
 """
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
 
 import math
 

@@ -11,8 +11,6 @@ panel per benchmark, nodes grouped by profile, each group with its floor (dashed
 median in this run (dotted); a node without a number is drawn as an empty slot marked "n/a".
 """
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
 
 from xml.sax.saxutils import escape
 

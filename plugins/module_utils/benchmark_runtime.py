@@ -12,8 +12,6 @@ a CUDA version (cuda_driver_compatible), so the build chosen is the newest one w
 version is not above the lock's. Pure functions; ``ValueError`` for what cannot be chosen.
 """
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
 
 import re
 

@@ -15,8 +15,6 @@ nothing but the standard library, so that both work and the unit tests need no P
 * a series of samples (NVML or /proc) -> mean / min / max per field.
 """
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
 
 import math
 

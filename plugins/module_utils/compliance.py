@@ -12,8 +12,6 @@ otherwise (no check, or a check without evidence). Nothing here may turn missing
 into a pass.
 """
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
 
 import hashlib
 import re

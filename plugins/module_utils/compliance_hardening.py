@@ -5,8 +5,6 @@
 """Decisions of the host_hardening role that could lock the operator out or let a
 background upgrade move a held package: pure functions, unit-tested."""
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
 
 import re
 

@@ -33,9 +33,6 @@ or the file system.
   lines 68-83 with container-edits.go ``isEmpty`` (a device must edit something).
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import json
 import re

@@ -54,9 +54,6 @@ Where we differ, on purpose:
   intended keys changed, or a ``ValueError`` is raised and nothing should be written.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import copy
 import json

@@ -8,8 +8,6 @@ Pure functions raising ``ValueError``; the ``cuda_min_driver`` and
 ``cuda_driver_compatible`` filters are thin wrappers around them.
 """
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
 
 import re
 

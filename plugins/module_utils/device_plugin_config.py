@@ -40,9 +40,6 @@ The schema and the rules come from github.com/NVIDIA/k8s-device-plugin at v0.20.
   go-nvlib v0.12.0 pkg/nvlib/device/mig_profile.go lines 170-182.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import json
 import re

@@ -33,9 +33,6 @@ the collection's own package path, so the imports below work unchanged there (Py
 namespace packages: no ``__init__.py`` is needed) and no second copy of the code exists.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import csv
 import os

@@ -14,8 +14,6 @@ Error lines that ibstat interleaves (``ibwarn: ...``, ``ibpanic: ...``) and any
 other unrecognised line are skipped.
 """
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
 
 import re
 

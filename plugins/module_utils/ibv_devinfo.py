@@ -15,8 +15,6 @@ section grows capability blocks (flag names alone on a line, nested
 winning. The port's ``-v`` keys are all kept, GIDs as a list.
 """
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
 
 import re
 

@@ -35,9 +35,6 @@ Sources (read, not copied):
   are v0.20.0, the version whose config schema roles/k8s_gpu_node/files/schemas mirrors.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import hashlib
 import re

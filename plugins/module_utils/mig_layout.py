@@ -42,9 +42,6 @@ Memory-slice counts (the second number of each entry of _FAMILIES) are the "Frac
 Memory" column of the user guide's tables, in eighths.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import re
 import xml.etree.ElementTree as ET

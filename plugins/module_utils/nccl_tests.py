@@ -26,8 +26,6 @@ are dropped even when NCCL wrote them into the middle of a result row, which
 happens because nccl-tests prints a row in pieces on the same stdout.
 """
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
 
 import math
 import re

@@ -24,9 +24,6 @@ Sources (read 2026-12-01; facts only, no code copied):
   libcudnn9-devel-cuda-12 on dnf).
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import re
 

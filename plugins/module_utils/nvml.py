@@ -8,9 +8,6 @@ The pynvml module object, the nvidia-smi runner and the file reader are
 passed in, so everything here is testable without a GPU.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import ctypes
 import os

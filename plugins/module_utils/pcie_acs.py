@@ -14,9 +14,6 @@ Request Redirect (ReqRedir), P2P Completion Redirect (CmpltRedir) and P2P Egress
 Pure functions: :func:`parse_lspci` takes the text, :func:`judge` returns the verdict.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import re
 

@@ -8,9 +8,6 @@ Commands run through an injected ``run(argv) -> (rc, stdout, stderr)``;
 parsing and planning are pure functions.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import re
 

@@ -12,9 +12,6 @@ surrogateescape, so a file with NUL bytes (kern.log after an unclean shutdown) o
 UTF-8 is redacted like any other and written back byte for byte where nothing matched.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import os
 import re

@@ -11,9 +11,6 @@ further entries (``[1, "10%", "25%"]``); its first entry becomes the number of p
 present, so that the canary batch holds those first nodes. Pure: no Ansible objects.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import re
 

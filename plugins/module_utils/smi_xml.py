@@ -10,9 +10,6 @@ playbook does not care which source answered.  "N/A", "Not Supported" and
 friends become None.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import re
 from xml.etree import ElementTree

@@ -4,9 +4,6 @@
 
 """The line loop the command-output parsers share."""
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
-
 
 def stripped_lines(text, what):
     """Yield (line number, stripped line) for every non-blank line of TEXT.

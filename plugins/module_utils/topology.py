@@ -8,9 +8,6 @@ Nothing here touches an AnsibleModule: text goes in, plain data comes out,
 and malformed input raises ``ValueError``.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import re
 

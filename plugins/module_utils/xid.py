@@ -9,9 +9,6 @@ only codes a data-center operator meets in practice are listed, anything else is
 reported as "not in this table" with the catalog's address.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import re
 

@@ -4,8 +4,6 @@
 
 """The hardware profiles the k8s tests render: every example profile, and variants for MIG and sharing."""
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
 
 import glob
 import json

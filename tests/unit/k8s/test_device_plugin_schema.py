@@ -5,8 +5,6 @@
 """The device plugin config JSON Schema (k8s-device-plugin v0.20.0 api/config/v1, strict) against
 the configs the collection writes, upstream's README examples, and typos upstream would ignore."""
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
 
 import copy
 import os

@@ -7,8 +7,6 @@ render.yml (ansible-playbook on localhost, no API call), checked with
 `kubernetes-validate --strict` for KUBERNETES_VERSION; every device plugin config in them against
 the strict JSON Schema; a manifest with a typo is refused by the same check."""
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
 
 import copy
 import json

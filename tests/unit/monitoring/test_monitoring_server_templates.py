@@ -12,8 +12,6 @@ may change). The files are then checked once more with promtool and amtool direc
 playbook feeds validate.yml bad settings and records which task refused them.
 """
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
 
 import grp
 import json

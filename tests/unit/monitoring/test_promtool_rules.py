@@ -12,8 +12,6 @@ and one that does not; the recording rules of the monitoring contract are there,
 and the Xid classes of the alerts are exactly those of plugins/module_utils/xid.py.
 """
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
 
 import glob
 import os

@@ -10,8 +10,6 @@ tests/unit/monitoring/test_monitoring_server_templates.py). Nothing changes on t
 the task files only read variables.
 """
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
 
 import json
 import os

@@ -6,9 +6,6 @@
 name, and docker.yml merges a real daemon.json in a temporary folder (check mode, write, re-run).
 The lab has no dockerd, so this is where the Docker path runs through Ansible."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import json
 import re

@@ -9,8 +9,6 @@ mpirun starts remote ranks over SSH, so port 22 must be open to the fleet as wel
 ephemeral ports of Open MPI and NCCL.
 """
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
 
 import os
 

@@ -6,8 +6,6 @@
 tasks/validate.yml refusing bad values by name (one ansible-playbook run on localhost; nothing
 changes: set_vars.yml and validate.yml only read)."""
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
 
 import os
 import re

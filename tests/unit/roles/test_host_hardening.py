@@ -5,9 +5,6 @@
 """gpucloud.fleet.host_hardening's validate.yml on localhost: the lock-out check judges the account
 Ansible logs in as (ansible_user), not the become user the facts describe, and names it."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import sys
 

@@ -4,8 +4,6 @@
 
 """roles/nccl_fabric/templates/nccl.conf.j2, rendered as ansible.builtin.template does (trim_blocks)."""
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
 
 import os
 

@@ -11,8 +11,6 @@ ranks reached at their fleet addresses, PATH/LD_LIBRARY_PATH handed on with -x, 
 refusals (DROP firewall without fleet CIDRs, a host without a fleet address).
 """
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
 
 import json
 import os

@@ -8,8 +8,6 @@ One ansible-playbook run on localhost (connection local, nothing changes: valida
 reads variables) applies every case as its own play and records which task refused it.
 """
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
 
 import os
 import sys

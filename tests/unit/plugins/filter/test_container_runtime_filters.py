@@ -4,9 +4,6 @@
 
 """The container_runtime filters: thin edges over module_utils/container_toolkit.py."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import json
 import os

@@ -4,9 +4,6 @@
 
 """mig_parted_config / mig_layout_name filters on the example inventory's profiles."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import glob
 import json

@@ -4,9 +4,6 @@
 
 """Node acceptance on real captures (H200 nvidia-smi -q -x, DGX A100 topo -m) with injected faults."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import copy
 import json

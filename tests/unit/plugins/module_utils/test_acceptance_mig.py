@@ -8,9 +8,6 @@ The H200 capture (MIG disabled) with MIG state and the product name injected, an
 ``nvidia-smi mig -lgi`` of an A100 PCIe 40GB in all-1g.5gb from NVIDIA's cloud-native-docs.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 from ansible_collections.gpucloud.fleet.plugins.module_utils import acceptance
 from ansible_collections.gpucloud.fleet.tests.unit.plugins.module_utils.test_acceptance import (

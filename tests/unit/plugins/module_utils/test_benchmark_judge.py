@@ -5,8 +5,6 @@
 """Judging on a real report (the CPU run of the benchmark program, 2 gloo ranks), with faults
 injected into copies of it: slower numbers, errors, missing parts, another run's id."""
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
 
 import copy
 import json

@@ -4,9 +4,6 @@
 
 """container_toolkit: packages and pins, the driver version, the CDI decision and checks, daemon.json."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import json
 import os

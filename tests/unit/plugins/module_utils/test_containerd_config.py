@@ -14,9 +14,6 @@ Behaviour mirrored: NVIDIA/nvidia-container-toolkit v1.17.8
 containerd.go, pkg/config/engine/engine.go; the cases of its config_test.go are ported below.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import copy
 import difflib

@@ -8,9 +8,6 @@ cri_tables_in_imports. Inputs: Debian 12's packaged /etc/containerd/config.toml 
 containerd 1.6.20 and 1.7.24 with these files were run in molecule/container_runtime:
 `containerd config dump` shows runc and nvidia side by side there."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import tomllib
 

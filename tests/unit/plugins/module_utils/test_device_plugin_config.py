@@ -9,9 +9,6 @@ Upstream: github.com/NVIDIA/k8s-device-plugin, commit 1b826acc6af3079d8923bac395
 each with a .source naming its lines; the rules are cited per test with file and lines.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import glob
 import os

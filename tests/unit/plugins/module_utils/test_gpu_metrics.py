@@ -11,9 +11,6 @@ Every text is read back by a strict exposition-format parser, and by `promtool c
 where Prometheus is installed.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import csv
 import ctypes

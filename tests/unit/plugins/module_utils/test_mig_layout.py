@@ -10,9 +10,6 @@ all-1g.5gb, netdata's ``-q -x`` of an A100-SXM4-40GB with MIG on and two MIG dev
 mig-parted's own example and default configs (tests/fixtures/public/mig-parted).
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import copy
 import json

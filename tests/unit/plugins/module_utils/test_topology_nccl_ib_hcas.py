@@ -8,9 +8,6 @@ The "before" oracle renders the Jinja loop that roles/nccl_fabric/tasks/nccl_con
 until this function replaced it, so each case shows where the old choice was wrong.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import copy
 import re

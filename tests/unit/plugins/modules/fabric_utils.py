@@ -4,8 +4,6 @@
 
 """Run a module's main() in-process with given arguments and capture its result."""
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
 
 import contextlib
 import json

@@ -5,9 +5,6 @@
 """containerd_nvidia_runtime on real files in a temporary folder: Debian's packaged config,
 containerd's defaults (tests/fixtures/containerd/), check mode, diff, imports."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import os
 import stat

@@ -4,9 +4,6 @@
 
 """Test helpers: run a module's main() with given arguments, fake commands, fake pynvml."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import json
 import os
