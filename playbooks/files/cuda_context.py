@@ -7,7 +7,7 @@
 Standard library only (ctypes over libcuda.so.1, the driver API), so it runs on a node
 without any toolkit. On an NVSwitch system whose Fabric Manager is not running, cuInit or
 the context fails with CUDA_ERROR_SYSTEM_NOT_READY (802). Judged by
-plugins/module_utils/acceptance.py (parse_cuda_context); always exits 0 when it printed JSON.
+plugins/plugin_utils/acceptance.py (parse_cuda_context); always exits 0 when it printed JSON.
 """
 
 import ctypes

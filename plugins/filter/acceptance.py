@@ -2,14 +2,15 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-# Documentation: acceptance_*.yml beside this file. Logic: module_utils/acceptance.py, xid.py.
+# Documentation: acceptance_*.yml beside this file. Logic: plugin_utils/acceptance.py, module_utils/xid.py.
 
 
 from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpucloud.fleet.plugins.module_utils import acceptance, pcie_acs, xid
+from ansible_collections.gpucloud.fleet.plugins.module_utils import xid
+from ansible_collections.gpucloud.fleet.plugins.plugin_utils import acceptance, pcie_acs
 
 
 def _plain(value):
@@ -25,7 +26,7 @@ def acceptance_checks(observed, host, profile, lock=None):
     try:
         return acceptance.evaluate(str(host), _plain(profile), _plain(lock) or {}, _plain(observed) or {})
     except (acceptance.AcceptanceError, TypeError, ValueError) as exc:
-        raise AnsibleFilterError("acceptance_checks: %s" % exc)
+        raise AnsibleFilterError("acceptance_checks: %s" % exc) from exc
 
 
 def acceptance_fleet(results, expected=None):
@@ -35,7 +36,7 @@ def acceptance_fleet(results, expected=None):
     try:
         return acceptance.fleet_report(_plain(results), [str(h) for h in expected or []])
     except (KeyError, TypeError) as exc:
-        raise AnsibleFilterError("acceptance_fleet: malformed check list: %s" % exc)
+        raise AnsibleFilterError("acceptance_fleet: malformed check list: %s" % exc) from exc
 
 
 def acceptance_markdown(data, host=None):

@@ -33,7 +33,7 @@ def compliance_node_report(evidence, control_map, host, context=None, collected_
     try:
         return node_report(str(host), _plain(evidence), _plain(control_map), _plain(context or {}), str(collected_at))
     except ComplianceError as exc:
-        raise AnsibleFilterError("compliance_node_report: %s" % exc)
+        raise AnsibleFilterError("compliance_node_report: %s" % exc) from exc
 
 
 def compliance_fleet_report(reports, generated_at=""):

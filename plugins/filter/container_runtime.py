@@ -4,12 +4,12 @@
 
 # Documentation: nvidia_container_toolkit_packages.yml, docker_nvidia_runtime.yml and
 # nvidia_cdi_plan.yml beside this file. The decisions live in
-# plugins/module_utils/container_toolkit.py.
+# plugins/plugin_utils/container_toolkit.py.
 
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpucloud.fleet.plugins.module_utils.container_toolkit import (
+from ansible_collections.gpucloud.fleet.plugins.plugin_utils.container_toolkit import (
     cdi_plan,
     loaded_driver_version,
     package_upstream_version,

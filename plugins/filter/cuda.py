@@ -7,7 +7,7 @@
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpucloud.fleet.plugins.module_utils.cuda_compat import (
+from ansible_collections.gpucloud.fleet.plugins.plugin_utils.cuda_compat import (
     cuda_min_driver as _cuda_min_driver,
     driver_supports_cuda,
 )

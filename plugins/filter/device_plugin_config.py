@@ -3,12 +3,12 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 
 # Documentation: device_plugin_config.yml beside this file. The logic and its sources live in
-# plugins/module_utils/device_plugin_config.py.
+# plugins/plugin_utils/device_plugin_config.py.
 
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpucloud.fleet.plugins.module_utils import device_plugin_config as dpc
+from ansible_collections.gpucloud.fleet.plugins.plugin_utils import device_plugin_config as dpc
 
 
 def device_plugin_config(profile, flags=None):

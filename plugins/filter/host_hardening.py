@@ -6,7 +6,7 @@
 
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.gpucloud.fleet.plugins.module_utils.compliance_hardening import (
+from ansible_collections.gpucloud.fleet.plugins.plugin_utils.compliance_hardening import (
     ssh_lockout_problems,
     unattended_blacklist,
 )

@@ -3,12 +3,12 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 
 # Documentation: k8s_gpu_node_*.yml beside this file. The logic and its sources live in
-# plugins/module_utils/k8s_gpu_node.py.
+# plugins/plugin_utils/k8s_gpu_node.py.
 
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpucloud.fleet.plugins.module_utils import k8s_gpu_node as kgn
+from ansible_collections.gpucloud.fleet.plugins.plugin_utils import k8s_gpu_node as kgn
 
 
 def _call(name, func, *args):

@@ -3,7 +3,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 
 # Documentation: one <filter name>.yml beside this file per filter. The logic and its
-# sources live in plugins/module_utils/nvidia_packages.py.
+# sources live in plugins/plugin_utils/nvidia_packages.py.
 
 
 import base64
@@ -11,7 +11,7 @@ import functools
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpucloud.fleet.plugins.module_utils import nvidia_packages as np
+from ansible_collections.gpucloud.fleet.plugins.plugin_utils import nvidia_packages as np
 
 
 def _filter(name, func):

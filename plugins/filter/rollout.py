@@ -2,14 +2,14 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-# Documentation: rollout_plan.yml beside this file. Logic: module_utils/rollout.py.
+# Documentation: rollout_plan.yml beside this file. Logic: plugin_utils/rollout.py.
 
 
 from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpucloud.fleet.plugins.module_utils import rollout
+from ansible_collections.gpucloud.fleet.plugins.plugin_utils import rollout
 
 
 def rollout_plan(hosts, profile_groups, groups, serial):
@@ -24,7 +24,7 @@ def rollout_plan(hosts, profile_groups, groups, serial):
         return rollout.plan(list(hosts), list(profile_groups),
                             dict((str(k), [str(h) for h in v or []]) for k, v in groups.items()), serial)
     except (rollout.RolloutError, TypeError) as exc:
-        raise AnsibleFilterError("rollout_plan: %s" % exc)
+        raise AnsibleFilterError("rollout_plan: %s" % exc) from exc
 
 
 class FilterModule(object):

@@ -8,7 +8,7 @@
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpucloud.fleet.plugins.module_utils import benchmark_runtime
+from ansible_collections.gpucloud.fleet.plugins.plugin_utils import benchmark_runtime
 
 
 def training_benchmark_requirements(lock_cuda, torch, torchvision, nvidia_ml_py, variants, variant="auto",
@@ -20,7 +20,7 @@ def training_benchmark_requirements(lock_cuda, torch, torchvision, nvidia_ml_py,
     except (ValueError, TypeError) as exc:
         raise AnsibleFilterError("training_benchmark_requirements: %s (training_benchmark_cuda, "
                                  "training_benchmark_torch_variant(s), training_benchmark_torchvision_variant, "
-                                 "training_benchmark_*_version)" % exc)
+                                 "training_benchmark_*_version)" % exc) from exc
 
 
 def training_benchmark_missing(installed, wanted):

@@ -73,8 +73,13 @@ def test_sysctl_profile(host, key, value):
     assert _sysctl_file(host)[key] == value
 
 
-def test_sysctl_file_sorts_after_distribution_defaults(host):
-    assert os.path.basename(SYSCTL_FILE) > "99-sysctl.conf"
+def test_sysctl_file_is_applied_last_at_boot(host):
+    # systemd's own reading of the sysctl.d directories on this image: the role's file comes
+    # after every file the distribution ships (99-sysctl.conf, 99-protect-links.conf, ...), so
+    # its values win at boot.
+    listing = host.check_output("systemd-analyze cat-config sysctl.d")
+    files = re.findall(r"^# (/\S+\.conf)$", listing, re.M)
+    assert len(files) > 1 and files[-1] == SYSCTL_FILE, files
 
 
 def test_memlock_unlimited_for_sessions(host):

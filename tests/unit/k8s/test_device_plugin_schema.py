@@ -14,7 +14,7 @@ import jsonschema
 import pytest
 import yaml
 
-from ansible_collections.gpucloud.fleet.plugins.module_utils import device_plugin_config as dpc
+from ansible_collections.gpucloud.fleet.plugins.plugin_utils import device_plugin_config as dpc
 from ansible_collections.gpucloud.fleet.tests.unit.k8s.k8s_cases import ROOT, example_profiles, load_schema, variant_profiles
 
 VALIDATOR = jsonschema.Draft202012Validator(load_schema())

@@ -12,7 +12,8 @@ import sys
 
 import pytest
 
-from ansible_collections.gpucloud.fleet.plugins.module_utils import acceptance, nvml, persistence, topology, xid
+from ansible_collections.gpucloud.fleet.plugins.module_utils import nvml, persistence, topology, xid
+from ansible_collections.gpucloud.fleet.plugins.plugin_utils import acceptance
 from ansible_collections.gpucloud.fleet.plugins.module_utils.smi_xml import parse_smi_q, parse_smi_xml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))

@@ -13,7 +13,7 @@ import sys
 import pytest
 import yaml
 
-from ansible_collections.gpucloud.fleet.plugins.module_utils.container_toolkit import validate_cdi_spec
+from ansible_collections.gpucloud.fleet.plugins.plugin_utils.container_toolkit import validate_cdi_spec
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 NVSIM = os.path.join(ROOT, "scripts", "nvsim")

@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""The container_runtime filters: thin edges over module_utils/container_toolkit.py."""
+"""The container_runtime filters: thin edges over plugin_utils/container_toolkit.py."""
 
 
 import json
@@ -14,7 +14,7 @@ import yaml
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpucloud.fleet.plugins.filter.container_runtime import FilterModule
-from ansible_collections.gpucloud.fleet.tests.unit.plugins.modules.utils import fixture_text
+from ansible_collections.gpucloud.fleet.tests.unit.plugins.modules.conftest import fixture_text
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 sys.path.insert(0, os.path.join(ROOT, "scripts", "nvsim"))

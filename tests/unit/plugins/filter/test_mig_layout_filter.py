@@ -15,7 +15,7 @@ import yaml
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpucloud.fleet.plugins.filter.mig_layout import mig_layout_name, mig_parted_config
-from ansible_collections.gpucloud.fleet.tests.unit.plugins.modules.utils import ROOT
+from ansible_collections.gpucloud.fleet.tests.unit.plugins.modules.conftest import ROOT
 
 SCHEMA = os.path.join(ROOT, "roles", "gpu_sharing", "files", "schemas", "mig-parted-config-v1.schema.json")
 

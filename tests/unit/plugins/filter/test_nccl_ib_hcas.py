@@ -10,7 +10,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpucloud.fleet.plugins.filter.nccl_ib_hcas import FilterModule, nccl_ib_hcas
 from ansible_collections.gpucloud.fleet.plugins.module_utils.ibstat import parse_ibstat
 from ansible_collections.gpucloud.fleet.plugins.module_utils.topology import parse_topo_matrix
-from ansible_collections.gpucloud.fleet.tests.unit.plugins.modules.utils import fixture_text
+from ansible_collections.gpucloud.fleet.tests.unit.plugins.modules.conftest import fixture_text
 
 
 @pytest.fixture

@@ -30,7 +30,7 @@ from ansible_collections.gpucloud.fleet.plugins.module_utils.compliance import (
     run_checks,
     validate_control_map,
 )
-from ansible_collections.gpucloud.fleet.tests.unit.plugins.modules.utils import fixture_text
+from ansible_collections.gpucloud.fleet.tests.unit.plugins.modules.conftest import fixture_text
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 CONTROL_MAP = os.path.join(ROOT, "playbooks", "files", "compliance", "control_map.yml")

@@ -27,7 +27,7 @@ from ansible_collections.gpucloud.fleet.plugins.module_utils.containerd_config i
     containerd_config_version,
     plan_nvidia_runtime,
 )
-from ansible_collections.gpucloud.fleet.tests.unit.plugins.modules.utils import fixture_text
+from ansible_collections.gpucloud.fleet.tests.unit.plugins.modules.conftest import fixture_text
 
 V2 = ("plugins", "io.containerd.grpc.v1.cri")
 V3 = ("plugins", "io.containerd.cri.v1.runtime")

@@ -17,7 +17,7 @@ from ansible_collections.gpucloud.fleet.plugins.module_utils.containerd_config i
     cri_tables_in_imports,
     plan_nvidia_runtime,
 )
-from ansible_collections.gpucloud.fleet.tests.unit.plugins.modules.utils import fixture_text
+from ansible_collections.gpucloud.fleet.tests.unit.plugins.modules.conftest import fixture_text
 
 PACKAGED = fixture_text("containerd", "debian-packaged-1.6.20.toml")
 

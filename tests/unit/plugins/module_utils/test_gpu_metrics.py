@@ -27,7 +27,7 @@ import urllib.request
 import pytest
 
 from ansible_collections.gpucloud.fleet.plugins.module_utils import gpu_metrics
-from ansible_collections.gpucloud.fleet.tests.unit.plugins.modules.utils import (
+from ansible_collections.gpucloud.fleet.tests.unit.plugins.modules.conftest import (
     DRIVER_NOT_LOADED,
     FakeNvml,
     Struct,

@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from ansible_collections.gpucloud.fleet.plugins.module_utils import mig_layout as m
-from ansible_collections.gpucloud.fleet.tests.unit.plugins.modules.utils import ROOT, fixture_text
+from ansible_collections.gpucloud.fleet.tests.unit.plugins.modules.conftest import ROOT, fixture_text
 
 SCHEMA = os.path.join(ROOT, "roles", "gpu_sharing", "files", "schemas", "mig-parted-config-v1.schema.json")
 H200_LGIP = "h200-ubuntu2404-driver580/nvidia-smi_mig_-lgip.txt"

@@ -22,7 +22,7 @@ from ansible_collections.gpucloud.fleet.plugins.module_utils.nvml import (
     sysfs_pci_address,
 )
 from ansible_collections.gpucloud.fleet.plugins.module_utils.smi_xml import parse_smi_xml
-from ansible_collections.gpucloud.fleet.tests.unit.plugins.modules.utils import (
+from ansible_collections.gpucloud.fleet.tests.unit.plugins.modules.conftest import (
     FakeNvml,
     fake_h200_nvml,
     fixture_text,

@@ -16,7 +16,7 @@ from ansible_collections.gpucloud.fleet.plugins.module_utils.persistence import 
     select_gpus,
     service_status,
 )
-from ansible_collections.gpucloud.fleet.tests.unit.plugins.modules.utils import (
+from ansible_collections.gpucloud.fleet.tests.unit.plugins.modules.conftest import (
     UBUNTU_EXEC_START,
     FakeGpuHost,
     fixture_text,

@@ -15,7 +15,7 @@ from ansible_collections.gpucloud.fleet.plugins.module_utils.smi_xml import (
     to_number,
     to_state,
 )
-from ansible_collections.gpucloud.fleet.tests.unit.plugins.modules.utils import fixture_text
+from ansible_collections.gpucloud.fleet.tests.unit.plugins.modules.conftest import fixture_text
 
 H200_XML = ("h200-ubuntu2404-driver580", "nvidia-smi_-q_-x.xml")
 H200_Q = ("h200-ubuntu2404-driver580", "nvidia-smi_-q.txt")

@@ -17,7 +17,7 @@ from ansible_collections.gpucloud.fleet.plugins.module_utils.topology import (
     nvlink_pairs,
     parse_topo_matrix,
 )
-from ansible_collections.gpucloud.fleet.tests.unit.plugins.modules.utils import fixture_text
+from ansible_collections.gpucloud.fleet.tests.unit.plugins.modules.conftest import fixture_text
 
 A100_4 = ("public", "topo", "a100-sxm4-4gpu-nv4-1mlx5-princeton-della-cryoem.txt")
 DGX_A100 = ("public", "topo", "dgx-a100-8gpu-8nic-roce-deepep13.txt")

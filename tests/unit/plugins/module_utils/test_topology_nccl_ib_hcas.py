@@ -17,7 +17,7 @@ import pytest
 
 from ansible_collections.gpucloud.fleet.plugins.module_utils.ibstat import parse_ibstat
 from ansible_collections.gpucloud.fleet.plugins.module_utils.topology import analyze, nccl_ib_hcas
-from ansible_collections.gpucloud.fleet.tests.unit.plugins.modules.utils import fixture_text
+from ansible_collections.gpucloud.fleet.tests.unit.plugins.modules.conftest import fixture_text
 
 # 8x A100, NIC0..7 = mlx5_0..7: GPU0/1 behind mlx5_0/1 (PXB), GPU2/3 behind mlx5_2/3, and so on.
 DGX_A100 = ("public", "topo", "dgx-a100-8gpu-8nic-roce-deepep13.txt")

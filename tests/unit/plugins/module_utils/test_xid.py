@@ -4,7 +4,7 @@
 
 
 from ansible_collections.gpucloud.fleet.plugins.module_utils import xid
-from ansible_collections.gpucloud.fleet.tests.unit.plugins.modules.utils import fixture_text
+from ansible_collections.gpucloud.fleet.tests.unit.plugins.modules.conftest import fixture_text
 
 # Xid lines as the driver prints them (formats from public bug reports).
 LOG = """\

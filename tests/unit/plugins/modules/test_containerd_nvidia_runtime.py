@@ -11,7 +11,7 @@ import stat
 import tomllib
 
 from ansible_collections.gpucloud.fleet.plugins.modules import containerd_nvidia_runtime
-from ansible_collections.gpucloud.fleet.tests.unit.plugins.modules.utils import fixture_text, run_module
+from ansible_collections.gpucloud.fleet.tests.unit.plugins.modules.conftest import fixture_text, run_module
 
 CRI = ("plugins", "io.containerd.grpc.v1.cri")
 

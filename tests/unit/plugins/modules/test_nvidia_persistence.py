@@ -6,7 +6,7 @@
 import pytest
 
 from ansible_collections.gpucloud.fleet.plugins.modules import nvidia_persistence
-from ansible_collections.gpucloud.fleet.tests.unit.plugins.modules.utils import (
+from ansible_collections.gpucloud.fleet.tests.unit.plugins.modules.conftest import (
     UBUNTU_EXEC_START,
     FakeGpuHost,
     run_module,

@@ -6,7 +6,7 @@
 import pytest
 
 from ansible_collections.gpucloud.fleet.plugins.modules import nvidia_topology
-from ansible_collections.gpucloud.fleet.tests.unit.plugins.modules.utils import (
+from ansible_collections.gpucloud.fleet.tests.unit.plugins.modules.conftest import (
     DRIVER_NOT_LOADED,
     FakeCommands,
     fixture_path,

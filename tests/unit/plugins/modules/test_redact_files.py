@@ -4,14 +4,14 @@
 
 
 from ansible_collections.gpucloud.fleet.plugins.modules import redact_files
-from ansible_collections.gpucloud.fleet.tests.unit.plugins.modules.fabric_utils import run_module
+from ansible_collections.gpucloud.fleet.tests.unit.plugins.modules.conftest import run_module
 
 
 def test_redacts_in_place_with_extra_patterns(tmp_path):
     (tmp_path / "kern.log").write_bytes(b"\x00\x00 curl -u root:calvin x serial=42\n")
-    kind, result = run_module(redact_files.main, {
+    result = run_module(redact_files, {
         "path": str(tmp_path), "patterns": [{"regexp": r"serial=\d+", "replace": "serial=<s>"}]})
-    assert kind == "exit"
+    assert "failed" not in result
     assert (result["changed"], result["files"], result["redactions"], result["unprocessed"]) == (
         True, 1, {"kern.log": 2}, {})
     assert (tmp_path / "kern.log").read_bytes() == b"\x00\x00 curl -u root:<redacted> x serial=<s>\n"
@@ -19,13 +19,13 @@ def test_redacts_in_place_with_extra_patterns(tmp_path):
 
 def test_check_mode_changes_nothing(tmp_path):
     (tmp_path / "a.log").write_text("password=x\n")
-    kind, result = run_module(redact_files.main, {"path": str(tmp_path), "_ansible_check_mode": True})
-    assert (kind, result["changed"], result["redactions"]) == ("exit", True, {"a.log": 1})
+    result = run_module(redact_files, {"path": str(tmp_path)}, check_mode=True)
+    assert ("failed" in result, result["changed"], result["redactions"]) == (False, True, {"a.log": 1})
     assert (tmp_path / "a.log").read_text() == "password=x\n"
 
 
 def test_bad_pattern_and_missing_folder_fail_cleanly(tmp_path):
-    kind, result = run_module(redact_files.main, {"path": str(tmp_path), "patterns": [{"regexp": "("}]})
-    assert kind == "fail" and result["msg"].startswith("patterns: pattern 0:")
-    kind, result = run_module(redact_files.main, {"path": str(tmp_path / "nope")})
-    assert kind == "fail" and "is not a folder" in result["msg"]
+    result = run_module(redact_files, {"path": str(tmp_path), "patterns": [{"regexp": "("}]})
+    assert result["failed"] is True and result["msg"].startswith("patterns: pattern 0:")
+    result = run_module(redact_files, {"path": str(tmp_path / "nope")})
+    assert result["failed"] is True and "is not a folder" in result["msg"]

@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from ansible_collections.gpucloud.fleet.plugins.modules import training_benchmark_report
-from ansible_collections.gpucloud.fleet.tests.unit.plugins.modules.utils import ROOT, fixture_path, run_module
+from ansible_collections.gpucloud.fleet.tests.unit.plugins.modules.conftest import ROOT, fixture_path, run_module
 
 REAL = fixture_path("training_benchmark", "cpu-2rank-gloo-host.json")
 PROGRAM = os.path.join(ROOT, "playbooks", "files", "benchmark", "gpucloud_train_bench.py")
