@@ -14,6 +14,8 @@ Commands run through an injected ``run(argv, data=None) -> (rc, stdout, stderr)`
 import json
 import re
 
+from ansible.module_utils.common.text.converters import to_bytes
+
 
 class DiskEncryptionError(Exception):
     """A device must not be used, or cannot be checked."""
@@ -220,10 +222,6 @@ def unlock_message(device, keyslot, servers, recovery_keyslot, rc):
     )
 
 
-def _to_bytes(value):
-    return value if isinstance(value, bytes) else value.encode("utf-8")
-
-
 class ClevisBinding:
     """Check one LUKS volume's recovery keyslot and Clevis keyslot, changing nothing."""
 
@@ -235,7 +233,7 @@ class ClevisBinding:
     def _test_passphrase(self, device, keyslot, secret):
         rc, out, err = self.run(
             [self.cryptsetup, "open", "--test-passphrase", "--key-slot", str(keyslot), "--key-file", "-", device],
-            data=_to_bytes(secret),
+            data=to_bytes(secret, errors="surrogate_or_strict"),
         )
         return rc
 
