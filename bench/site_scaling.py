@@ -16,6 +16,17 @@ The measured runs use one batch (site_serial 100%%, --serial) so that they show 
 run grows with the nodes it covers; the canary column shows what the lab's policy
 ([1, "100%%"]: the canary alone, then the rest) adds on top.
 
+Before and after a change, in one sitting: measure the older commit from a worktree,
+then this checkout, and put both in the section:
+
+    git worktree add /tmp/gpucloud-before <commit>
+    bench/site_scaling.py --sizes 1,2,4 --tree /tmp/gpucloud-before --label before
+    bench/site_scaling.py --sizes 1,2,4 --before before
+
+`--tree DIR` runs DIR's site.yml, inventories/lab and ansible.cfg with DIR as the
+gpucloud.fleet collection, and writes only bench/results/site_scaling.<label>.json;
+`--before LABEL` adds that file's numbers beside this checkout's in docs/benchmarks.md.
+
 Not part of the test suite: it takes many minutes and its numbers depend on the
 machine. Requires the lab (scripts/setup.sh) and inventories/lab/group_vars.
 """
@@ -78,10 +89,24 @@ def profile_table(output, title):
     return rows
 
 
-def run_playbook(inventory_dir, playbook, extra_args, profile):
+def tree_env(tree):
+    """Environment that makes TREE the gpucloud.fleet collection and its ansible.cfg the
+    configuration (TREE None: this checkout, as scripts/env.sh set it up)."""
     env = dict(os.environ)
-    # verify's reports go beside the temporary inventory, not into the checkout
-    env["GPUCLOUD_REPORT_DIR"] = os.path.join(inventory_dir, "reports")
+    if tree:
+        collections = os.path.join(tempfile.mkdtemp(prefix="gpucloud-bench-tree-"), "collections")
+        os.makedirs(os.path.join(collections, "ansible_collections", "gpucloud"))
+        os.symlink(tree, os.path.join(collections, "ansible_collections", "gpucloud", "fleet"))
+        env["ANSIBLE_COLLECTIONS_PATH"] = collections
+        env["ANSIBLE_CONFIG"] = os.path.join(tree, "ansible.cfg")
+    return env
+
+
+def run_playbook(inventory_dir, playbook, extra_args, profile, env):
+    env = dict(env)
+    # verify's reports go beside the temporary inventory, not into it (Ansible would read
+    # them as inventory sources) and not into the checkout
+    env["GPUCLOUD_REPORT_DIR"] = inventory_dir + ".reports"
     if profile:
         env["ANSIBLE_CALLBACKS_ENABLED"] = "ansible.posix.profile_tasks,ansible.posix.profile_roles"
         env["PROFILE_TASKS_TASK_OUTPUT_LIMIT"] = "12"
@@ -105,7 +130,7 @@ def run_playbook(inventory_dir, playbook, extra_args, profile):
     return result
 
 
-def make_inventory(fleet, size, args):
+def make_inventory(fleet, size, args, root):
     """A lab fleet of SIZE GPU nodes (group lab_gpu) and a Tang server, with
     inventories/lab's groups and group_vars, and its data disks attached."""
     specs = [{"name": "%s-gpu-%d" % (fleet, i + 1), "image": args.image, "groups": ["lab_gpu"],
@@ -119,14 +144,14 @@ def make_inventory(fleet, size, args):
                     "--transport", args.transport,
                     "--inventory", os.path.join(inv_dir, "hosts.yml")], check=True)
     os.remove(spec_file)
-    lab = os.path.join(ROOT, "inventories", "lab")
+    lab = os.path.join(root, "inventories", "lab")
     for entry in os.listdir(lab):
         # the lab's groups and group_vars; its generated host list is the main job's
         if not entry.startswith("hosts.generated"):
             os.symlink(os.path.join(lab, entry), os.path.join(inv_dir, entry))
     subprocess.run(["ansible-playbook", "-i", inv_dir,
-                    os.path.join(ROOT, "playbooks", "lab", "prepare.yml")],
-                   check=True, stdout=subprocess.DEVNULL)
+                    os.path.join(root, "playbooks", "lab", "prepare.yml")],
+                   check=True, stdout=subprocess.DEVNULL, env=args.env)
     return inv_dir
 
 
@@ -136,19 +161,20 @@ def remove_fleet(fleet, inv_dir):
                    check=False, stdout=subprocess.DEVNULL)
     subprocess.run([sys.executable, LAB, "destroy", fleet], check=False)
     shutil.rmtree(inv_dir, ignore_errors=True)
+    shutil.rmtree(inv_dir + ".reports", ignore_errors=True)
 
 
 def measure(size, args):
     fleet = "bench%d" % size
-    inv_dir = make_inventory(fleet, size, args)
+    inv_dir = make_inventory(fleet, size, args, args.root)
     one_batch = args.extra + ["-e", json.dumps({"site_serial": args.serial})]
     try:
-        first = run_playbook(inv_dir, args.playbook, one_batch, profile=True)
+        first = run_playbook(inv_dir, args.playbook, one_batch, profile=True, env=args.env)
         # Every run prints the profile (the same small cost for every size); the tables
         # show the last re-run's.
-        reruns = [run_playbook(inv_dir, args.playbook, one_batch, profile=True)
+        reruns = [run_playbook(inv_dir, args.playbook, one_batch, profile=True, env=args.env)
                   for dummy in range(args.repeats)]
-        canary = [run_playbook(inv_dir, args.playbook, args.extra, profile=True)
+        canary = [run_playbook(inv_dir, args.playbook, args.extra, profile=True, env=args.env)
                   for dummy in range(args.canary_repeats)]
         profile_rerun = reruns[-1]
     finally:
@@ -172,6 +198,41 @@ def measure(size, args):
         "profile_rerun": profile_rerun["profile"][:12],
         "profile_roles_rerun": profile_rerun["profile_roles"],
     }
+
+
+def results_path(label):
+    return os.path.join(ROOT, "bench", "results", "site_scaling.%s.json" % label)
+
+
+def tree_commit(tree):
+    proc = subprocess.run(["git", "-C", tree, "log", "-1", "--format=%h %s"],
+                          capture_output=True, text=True, check=False)
+    return proc.stdout.strip() or "?"
+
+
+def comparison(before, rows, model, args):
+    """Before (a --tree measurement) and after (this checkout), size by size."""
+    old = {r["nodes"]: r for r in before["rows"]}
+    lines = ["### Before and after, in one sitting", "",
+             "Before: %s (measured %s). After: %s. Same machine, same lab, same arguments; "
+             "re-run columns are medians of %d runs." % (
+                 before.get("commit", "?"), before.get("date", "?"), tree_commit(ROOT), args.repeats), "",
+             "| nodes | re-run before (s) | re-run after (s) | host-tasks before | host-tasks after "
+             "| controller CPU before (s) | controller CPU after (s) | CPU per node before | CPU per node after |",
+             "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for r in rows:
+        b = old.get(r["nodes"])
+        if not b:
+            continue
+        lines.append("| %d | %.1f | %.1f | %d | %d | %.1f | %.1f | %.2f | %.2f |" % (
+            r["nodes"], b["rerun_median_s"], r["rerun_median_s"], b["rerun_host_tasks"],
+            r["rerun_host_tasks"], b["rerun_controller_cpu_s"], r["rerun_controller_cpu_s"],
+            b["rerun_controller_cpu_s"] / r["nodes"], r["rerun_controller_cpu_s"] / r["nodes"]))
+    if before.get("model") and model:
+        lines += ["", "Linear fit, controller CPU per node of an idempotent re-run: **%.2f s before, "
+                  "%.2f s after**." % (before["model"]["controller_cpu_per_node_s"],
+                                       model["controller_cpu_per_node_s"])]
+    return "\n".join(lines)
 
 
 def fit(xs, ys):
@@ -276,22 +337,46 @@ def main():
     parser.add_argument("--serial", default="100%", help="site_serial of the measured runs (default 100%%)")
     parser.add_argument("--canary-repeats", type=int, default=1,
                         help="re-runs under the lab's canary-first policy per size (default 1; 0 skips them)")
-    parser.add_argument("--playbook", default=os.path.join(ROOT, "playbooks", "site.yml"))
+    parser.add_argument("--playbook", help="default: playbooks/site.yml of the measured tree")
+    parser.add_argument("--tree", help="measure the collection checked out in TREE (a git worktree of "
+                        "another commit) and write only bench/results/site_scaling.<label>.json")
+    parser.add_argument("--label", default="", help="name of the --tree measurement (e.g. before)")
+    parser.add_argument("--before", help="label of a --tree measurement to show beside this one")
     parser.add_argument("extra", nargs="*", help="extra ansible-playbook arguments (after --)")
     args = parser.parse_args()
     if args.repeats < 1:
         parser.error("--repeats must be at least 1")
+    if args.tree and not args.label:
+        parser.error("--tree needs --label")
+    args.tree = os.path.abspath(args.tree) if args.tree else None
+    args.root = args.tree or ROOT
+    args.env = tree_env(args.tree)
+    args.playbook = args.playbook or os.path.join(args.root, "playbooks", "site.yml")
     if not os.path.exists(args.playbook):
         raise SystemExit("site_scaling: %s does not exist" % args.playbook)
+    before = None
+    if args.before:
+        with open(results_path(args.before)) as fh:
+            before = json.load(fh)
     rows = [measure(int(s), args) for s in args.sizes.split(",")]
     model = extrapolate(rows)
     machine = report.machine_description()
     os.makedirs(os.path.join(ROOT, "bench", "results"), exist_ok=True)
+    if args.tree:
+        with open(results_path(args.label), "w") as fh:
+            json.dump({"machine": machine, "rows": rows, "model": model, "tree": args.tree,
+                       "commit": tree_commit(args.tree), "date": time.strftime("%Y-%m-%d %H:%M")},
+                      fh, indent=2)
+        print(markdown(rows, model, args, machine))
+        return
     with open(os.path.join(ROOT, "bench", "results", "site_scaling.json"), "w") as fh:
         json.dump({"machine": machine, "rows": rows, "model": model}, fh, indent=2)
     plot(rows, os.path.join(ROOT, "docs", "bench-site-scaling.png"))
-    report.update_section("site_scaling", markdown(rows, model, args, machine))
-    print(markdown(rows, model, args, machine))
+    text = markdown(rows, model, args, machine)
+    if before:
+        text += "\n\n" + comparison(before, rows, model, args)
+    report.update_section("site_scaling", text)
+    print(text)
 
 
 if __name__ == "__main__":

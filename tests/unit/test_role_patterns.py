@@ -134,14 +134,35 @@ def check_main_order(role_dir):
     """main.yml: set_vars.yml first (where the role has one), validate.yml next, then the rest."""
     role = os.path.basename(role_dir)
     tasks = _load(os.path.join(role_dir, "tasks", "main.yml"))
-    includes = [t.get("ansible.builtin.include_tasks") for t in tasks[:2]]
+    includes = [t.get("ansible.builtin.import_tasks") for t in tasks[:2]]
     expected = ["set_vars.yml", "validate.yml"] if os.path.isfile(os.path.join(role_dir, "tasks", "set_vars.yml")) \
         else ["validate.yml"]
     problems = []
     if includes[:len(expected)] != expected:
         problems.append("%s: tasks/main.yml starts with %s, not %s" % (role, includes, expected))
     elif expected[0] == "set_vars.yml" and (tasks[0].get("name") != "Load the per-OS variables" or tasks[0].get("when")):
-        problems.append("%s: the set_vars.yml include is named 'Load the per-OS variables' and has no condition" % role)
+        problems.append("%s: the set_vars.yml import is named 'Load the per-OS variables' and has no condition" % role)
+    return problems
+
+
+CONDITIONS = ("when", "loop", "with_items", "loop_control")
+
+
+def check_main_imports(role_dir):
+    """main.yml imports (import_tasks) the task files it always runs and includes
+    (include_tasks) only those behind a condition or a loop: a dynamic include costs the
+    controller a file load and a variable build per host on every run, a skipped one
+    almost nothing (docs/development.md, "Static imports, conditional includes")."""
+    role = os.path.basename(role_dir)
+    problems = []
+    for task in _load(os.path.join(role_dir, "tasks", "main.yml")):
+        conditional = any(key in task for key in CONDITIONS)
+        if "ansible.builtin.include_tasks" in task and not conditional:
+            problems.append("%s: '%s' includes %s with no condition: import it"
+                            % (role, task.get("name"), task["ansible.builtin.include_tasks"]))
+        if "ansible.builtin.import_tasks" in task and conditional:
+            problems.append("%s: '%s' imports %s behind a condition or loop: include it"
+                            % (role, task.get("name"), task["ansible.builtin.import_tasks"]))
     return problems
 
 
@@ -219,6 +240,23 @@ def test_per_os_vars_files_are_named_one_way(role):
 @pytest.mark.parametrize("role", ALL_ROLES)
 def test_main_loads_then_validates_before_anything_else(role):
     assert check_main_order(os.path.join(ROLES, role)) == []
+
+
+@pytest.mark.parametrize("role", ALL_ROLES)
+def test_main_imports_what_it_always_runs(role):
+    assert check_main_imports(os.path.join(ROLES, role)) == []
+
+
+def test_the_import_check_can_fail(tmp_path):
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    (tasks / "main.yml").write_text(
+        "- name: Always\n  ansible.builtin.include_tasks: a.yml\n"
+        "- name: Sometimes\n  ansible.builtin.import_tasks: b.yml\n  when: x | bool\n"
+        "- name: Fine\n  ansible.builtin.import_tasks: c.yml\n")
+    assert check_main_imports(str(tmp_path)) == [
+        "%s: 'Always' includes a.yml with no condition: import it" % tmp_path.name,
+        "%s: 'Sometimes' imports b.yml behind a condition or loop: include it" % tmp_path.name]
 
 
 @pytest.mark.parametrize("role", ALL_ROLES)
