@@ -200,6 +200,23 @@ def pick_accel(requested, kvm_usable, cached):
     return cached or "probe"
 
 
+def kvm_support(cpuinfo, modules):
+    """(usable, reason): whether /dev/kvm can run a stock distribution kernel, from the text
+    of /proc/cpuinfo and the names under /sys/module. KVM needs the CPU's vmx (Intel) or svm
+    (AMD) flag; without either, a /dev/kvm comes from PVM (kvm_pvm), which runs only guest
+    kernels built for it (docs/metal-lane.md, "Cost")."""
+    flags = set()
+    for line in cpuinfo.splitlines():
+        if line.startswith("flags"):
+            flags.update(line.split(":", 1)[1].split())
+    if flags & {"vmx", "svm"}:
+        return True, "the CPU has %s" % "/".join(sorted(flags & {"vmx", "svm"}))
+    if "kvm_pvm" in modules:
+        return False, ("no vmx/svm CPU flag; /dev/kvm is PVM (kvm_pvm), which runs only PVM-built "
+                       "guest kernels")
+    return False, "no vmx/svm CPU flag"
+
+
 def is_vm_process(cmdline_args, vm_dir):
     """True when CMDLINE_ARGS (a /proc/PID/cmdline split) is QEMU running the VM in VM_DIR."""
     if not cmdline_args or not os.path.basename(cmdline_args[0]).startswith("qemu-system"):
@@ -318,8 +335,21 @@ def _store_verdict(accel):
         json.dump(data, fh, indent=2, sort_keys=True)
 
 
+def _kvm_support():
+    """(usable, reason) on this machine, booting nothing."""
+    if not os.access("/dev/kvm", os.R_OK | os.W_OK):
+        return False, "no usable /dev/kvm"
+    try:
+        with open("/proc/cpuinfo") as fh:
+            cpuinfo = fh.read()
+        modules = os.listdir("/sys/module")
+    except OSError as exc:
+        return False, "cannot read the CPU flags (%s)" % exc
+    return kvm_support(cpuinfo, modules)
+
+
 def _kvm_usable():
-    return os.access("/dev/kvm", os.R_OK | os.W_OK)
+    return _kvm_support()[0]
 
 
 def prepare_disks(state, base, key_path):
@@ -502,7 +532,21 @@ def _cli(argv=None):
     sub = parser.add_subparsers(dest="cmd", required=True)
     p_layout = sub.add_parser("layout", help="print the base disk's GPT layout as shell variables")
     p_layout.add_argument("disk_mib", type=int)
+    sub.add_parser("accel", help="print the accelerator a VM would get (kvm, tcg or probe) and why, "
+                                 "booting nothing")
     args = parser.parse_args(argv)
+    if args.cmd == "accel":
+        requested = os.environ.get("GPUCLOUD_VM_ACCEL", "auto")
+        usable, reason = _kvm_support()
+        try:
+            cached = _cached_verdict() if requested == "auto" and usable else None
+        except (VMError, OSError):  # QEMU not installed yet: no verdict for it either
+            cached = None
+        accel = pick_accel(requested, usable, cached)
+        why = ("GPUCLOUD_VM_ACCEL=%s" % requested if requested != "auto"
+               else "cached verdict for this kernel and QEMU" if cached else reason)
+        print("%s %s" % (accel, why))
+        return 0
     if args.cmd == "layout":
         for key, value in sorted(gpt_layout(args.disk_mib).items()):
             print("%s=%d" % (key.upper(), value))

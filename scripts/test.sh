@@ -5,12 +5,14 @@
 # Prints the wall time of each stage and ends with a one-line summary.
 # Usage: scripts/test.sh [stage ...]   (stages: setup lint sanity units molecule build;
 #        default: all). MOLECULE_SCENARIOS="lab firewall" limits the Molecule stage.
-# The metal lane (molecule/metal: a QEMU VM under TCG, about 50 minutes of mostly one busy
-# core beside the rest) runs when asked: GPUCLOUD_METAL_LANE=background starts it as soon as
-# setup is done, beside lint, sanity, the unit tests and the container scenarios (the
-# molecule stage waits for it and fails when it failed); GPUCLOUD_METAL_LANE=serial runs it in
-# line. Unset or 0 leaves it out, and the summary says so (docs/metal-lane.md: it is opt-in
-# until a full run has passed its verify phase).
+# The metal lane (molecule/metal: a QEMU VM) joins the run by itself where a VM gets KVM
+# (GPUCLOUD_METAL_LANE unset or auto; scripts/lab_vm.py accel decides, booting nothing): it
+# starts as soon as setup is done, beside lint, sanity, the unit tests and the container
+# scenarios, and the molecule stage waits for it and fails when it failed. Where only TCG
+# is left (this repository's 2-core CI machine kind: its /dev/kvm is PVM), the lane takes
+# 50-70 minutes of one core and is left out, with the reason in the summary.
+# GPUCLOUD_METAL_LANE=background or serial runs it anyway (docs/metal-lane.md); 0 leaves it
+# out unless MOLECULE_SCENARIOS names it.
 set -euo pipefail
 # shellcheck source=scripts/env.sh
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
@@ -107,9 +109,20 @@ stage_units() {
 }
 
 # ---- the metal lane, in the background ------------------------------------------------
-METAL_LANE=${GPUCLOUD_METAL_LANE:-0}
+METAL_LANE=${GPUCLOUD_METAL_LANE:-auto}
+metal_skip_reason="GPUCLOUD_METAL_LANE=0"
 # MOLECULE_SCENARIOS naming metal asks for it too.
-if [[ "$METAL_LANE" == 0 && " ${MOLECULE_SCENARIOS:-} " == *" metal "* ]]; then METAL_LANE=serial; fi
+if [[ "$METAL_LANE" != background && " ${MOLECULE_SCENARIOS:-} " == *" metal "* ]]; then METAL_LANE=serial; fi
+if [[ "$METAL_LANE" == auto ]]; then
+  metal_accel=$(python3 scripts/lab_vm.py accel 2>/dev/null || echo "tcg (the KVM check failed)")
+  case "$metal_accel" in
+    kvm* | probe*) METAL_LANE=background ;;
+    *)
+      METAL_LANE=0
+      metal_skip_reason="no KVM here: ${metal_accel#* }; under TCG the lane takes 50-70 minutes of one core, so it runs only when asked (GPUCLOUD_METAL_LANE=background or serial; docs/metal-lane.md)"
+      ;;
+  esac
+fi
 metal_pid=""
 metal_log="$GPUCLOUD_ROOT/build/molecule-metal.log"
 metal_t0=0
@@ -165,7 +178,7 @@ stage_molecule() {
   for s in "${scenarios[@]}"; do
     if [[ "$s" == metal ]]; then
       if [[ "$METAL_LANE" == 0 ]]; then
-        report+=("  molecule metal: not run (opt-in: GPUCLOUD_METAL_LANE=background or serial; docs/metal-lane.md)")
+        report+=("  molecule metal: not run ($metal_skip_reason)")
         continue
       fi
       [[ "$METAL_LANE" == background ]] && { start_metal_lane; continue; }

@@ -259,6 +259,12 @@ def write_file(path, text, mode=0o644):
         raise
 
 
+def _write_as_root(path, text):
+    write_file(path, text)
+    if os.geteuid() == 0:
+        os.chown(path, 0, 0)
+
+
 def file_attributes_differ(path, mode=0o644):
     """Whether an existing file's mode (or, for root, its owner) differs from what is written."""
     try:
@@ -269,10 +275,12 @@ def file_attributes_differ(path, mode=0o644):
     return (status.st_mode & 0o7777) != mode or wrong_owner
 
 
-def ensure(settings, path, comment, apply, check_mode, proc, conf_dirs=CONF_DIRS, root="/"):
+def ensure(settings, path, comment, apply, check_mode, proc, conf_dirs=CONF_DIRS, root="/", writer=None):
     """Bring ``path`` and the running kernel to the profile; returns the module's result.
 
-    ``root`` prefixes every file path (tests); ``proc`` is a ``ProcSys``.
+    ``root`` prefixes every file path (tests); ``proc`` is a ``ProcSys``; ``writer(path, text)``
+    replaces the file (default ``write_file``; the module passes one built on
+    ``AnsibleModule.atomic_move``, which also gives the file its SELinux context).
     """
     settings = check_settings(settings)
     if not os.path.isabs(path):
@@ -318,9 +326,7 @@ def ensure(settings, path, comment, apply, check_mode, proc, conf_dirs=CONF_DIRS
 
     if not check_mode:
         if file_changed or attributes_changed:
-            write_file(real_path, text)
-            if os.geteuid() == 0:
-                os.chown(real_path, 0, 0)
+            (writer or _write_as_root)(real_path, text)
         for key in sorted(to_apply):
             try:
                 proc.write(key, to_apply[key])

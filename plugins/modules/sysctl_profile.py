@@ -114,6 +114,9 @@ boot_order:
   sample: [/usr/lib/sysctl.d/50-pid-max.conf, /etc/sysctl.d/99-sysctl.conf, /etc/sysctl.d/99-zz-gpucloud-host-prep.conf]
 """
 
+import os
+import tempfile
+
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpucloud.fleet.plugins.module_utils.sysctl import (
@@ -135,9 +138,20 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
+
+    def writer(path, text):
+        """Write through Ansible's atomic_move: same-filesystem rename, SELinux context of
+        the destination (or its default), then mode 0644 and root ownership."""
+        fd, tmp = tempfile.mkstemp(dir=module.tmpdir)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+        module.atomic_move(tmp, path)
+        file_args = module.load_file_common_arguments(dict(path=path, mode="0644", owner="root", group="root"))
+        module.set_fs_attributes_if_different(file_args, False)
+
     try:
         result = ensure(params["settings"], params["path"], params["comment"], params["apply"],
-                        module.check_mode, ProcSys())
+                        module.check_mode, ProcSys(), writer=writer)
     except (SysctlProfileError, OSError) as exc:
         module.fail_json(msg="%s: %s" % (params["path"], exc))
     for warning in result.pop("warnings"):

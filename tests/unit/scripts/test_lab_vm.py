@@ -167,6 +167,30 @@ def test_pick_accel(requested, kvm, cached, expected):
     assert lab_vm.pick_accel(requested, kvm, cached) == expected
 
 
+FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "lab_vm")
+
+
+def _fixture(name):
+    with open(os.path.join(FIXTURES, name)) as handle:
+        return handle.read()
+
+
+def test_kvm_support_on_the_ci_machine_is_pvm_and_unusable():
+    cpuinfo = _fixture("cpuinfo-ci-machine.txt")
+    modules = _fixture("sys-module-kvm-ci-machine.txt").split()
+    usable, reason = lab_vm.kvm_support(cpuinfo, modules)
+    assert not usable
+    assert "kvm_pvm" in reason and "PVM-built" in reason
+    assert lab_vm.kvm_support(cpuinfo, ["kvm"]) == (False, "no vmx/svm CPU flag")
+
+
+def test_kvm_support_with_a_vmx_flag():
+    # The captured flags with vmx added: what a host exposing Intel VT-x shows.
+    cpuinfo = _fixture("cpuinfo-ci-machine.txt").replace("flags\t\t: ", "flags\t\t: vmx ")
+    assert "vmx" in cpuinfo
+    assert lab_vm.kvm_support(cpuinfo, ["kvm", "kvm_intel"]) == (True, "the CPU has vmx")
+
+
 def test_pick_accel_rejects_unknown():
     with pytest.raises(lab_vm.VMError, match="GPUCLOUD_VM_ACCEL=hvf"):
         lab_vm.pick_accel("hvf", True, None)

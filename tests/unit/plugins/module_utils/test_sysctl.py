@@ -216,6 +216,25 @@ def test_ensure_in_a_container_persists_everything_and_is_idempotent(tmp_path):
     assert ensure(profile, PROFILE_FILE, "c", True, True, proc, root=str(root))["changed"] is False
 
 
+def test_ensure_writes_through_the_given_writer_only_when_the_file_differs(tmp_path):
+    profile = role_profile()
+    root = lab_root(tmp_path, "debian12")
+    proc = CapturedProcSys("debian12-container")
+    calls = []
+
+    def writer(path, text):
+        calls.append(path)
+        with open(path, "w") as handle:
+            handle.write(text)
+
+    ensure(profile, PROFILE_FILE, "c", True, True, proc, root=str(root), writer=writer)
+    assert calls == []
+    ensure(profile, PROFILE_FILE, "c", True, False, proc, root=str(root), writer=writer)
+    assert calls == [str(root / PROFILE_FILE.lstrip("/"))]
+    ensure(profile, PROFILE_FILE, "c", True, False, proc, root=str(root), writer=writer)
+    assert len(calls) == 1
+
+
 def test_ensure_on_a_writable_kernel_applies_then_changes_nothing(tmp_path):
     profile = role_profile()
     root = lab_root(tmp_path, "debian12")
