@@ -228,10 +228,17 @@ def comparison(before, rows, model, args):
             r["nodes"], b["rerun_median_s"], r["rerun_median_s"], b["rerun_host_tasks"],
             r["rerun_host_tasks"], b["rerun_controller_cpu_s"], r["rerun_controller_cpu_s"],
             b["rerun_controller_cpu_s"] / r["nodes"], r["rerun_controller_cpu_s"] / r["nodes"]))
+    sizes = [r["nodes"] for r in rows if r["nodes"] in old]
+    if sizes:
+        pooled_before = sum(old[n]["rerun_controller_cpu_s"] for n in sizes) / sum(sizes)
+        pooled_after = sum(r["rerun_controller_cpu_s"] for r in rows if r["nodes"] in old) / sum(sizes)
+        lines += ["", "Controller CPU per node of an idempotent re-run, pooled over the sizes (total CPU over "
+                  "total nodes): **%.2f s before, %.2f s after**." % (pooled_before, pooled_after)]
     if before.get("model") and model:
-        lines += ["", "Linear fit, controller CPU per node of an idempotent re-run: **%.2f s before, "
-                  "%.2f s after**." % (before["model"]["controller_cpu_per_node_s"],
-                                       model["controller_cpu_per_node_s"])]
+        lines += ["", "Linear fit, controller CPU: %.1f s fixed + %.2f s per node before, %.1f s fixed + %.2f s "
+                  "per node after (a fit over three noisy sizes; read it beside the rows)." % (
+                      before["model"]["controller_cpu_fixed_s"], before["model"]["controller_cpu_per_node_s"],
+                      model["controller_cpu_fixed_s"], model["controller_cpu_per_node_s"])]
     return "\n".join(lines)
 
 
