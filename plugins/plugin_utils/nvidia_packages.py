@@ -19,6 +19,14 @@ Sources (read 2026-12-01; facts only, no code copied):
   RHEL/Rocky/Alma 8/9 ``dnf module enable nvidia-driver:580-open`` (branch) or
   ``nvidia-driver:open-dkms`` (latest); RHEL 10 dropped module streams for versionlock.
   NVIDIA/yum-packaging-dkms-nvidia README: ``XXX-dkms`` streams for the proprietary modules.
+- Ubuntu's archive (noble and jammy, -updates and -security, read with ``apt-cache show`` and
+  ``apt-cache madison`` in the lab's ubuntu2404 / ubuntu2204 images on 2026-12-03; captures in
+  tests/fixtures/nvidia_driver/): ``nvidia-fabricmanager-<branch>`` and ``libnvidia-nscq-<branch>``
+  (multiverse) at every branch, each Provides, Conflicts and Replaces the unversioned name;
+  server driver ``nvidia-utils-<branch>-server``, ``libnvidia-compute-<branch>-server``,
+  ``nvidia-compute-utils-<branch>-server``, ``nvidia-headless-no-dkms-<branch>-server[-open]``
+  (restricted); a retired branch's packages become transitional (Installed-Size 37, one
+  Depends on the next branch's package: noble's 570 -> 580, 590 -> 595).
 - cuDNN installation guide (https://docs.nvidia.com/deeplearning/cudnn/installation/linux.html):
   cuDNN 9 packages per CUDA major (libcudnn9-cuda-12, libcudnn9-dev-cuda-12 on apt,
   libcudnn9-devel-cuda-12 on dnf).
@@ -65,9 +73,25 @@ def _pkg_mgr(value):
     return value
 
 
-def fabric_manager_packages(branch, pkg_mgr):
-    """[Fabric Manager, NSCQ] package names for BRANCH (or a version of it) on apt or dnf."""
+ARCHIVES = ("nvidia", "ubuntu")
+
+
+def fabric_manager_packages(branch, pkg_mgr, archive="nvidia"):
+    """[Fabric Manager, NSCQ] package names for BRANCH (or a version of it) on apt or dnf.
+
+    ARCHIVE is where the packages come from: ``nvidia`` (NVIDIA's CUDA repository or a mirror
+    of it: unversioned names from 580 on) or ``ubuntu`` (Ubuntu's own archive, apt only:
+    ``-<branch>`` at every branch, since there the unversioned name is a virtual package that
+    every branch's package Provides and Conflicts, which apt refuses to pick and a version
+    pin cannot apply to).
+    """
     number = branch_of(branch)
+    if archive not in ARCHIVES:
+        raise NvidiaPackageError("archive must be one of %s, got %r" % (", ".join(ARCHIVES), archive))
+    if archive == "ubuntu":
+        if _pkg_mgr(pkg_mgr) != APT:
+            raise NvidiaPackageError("Ubuntu's archive is an apt archive, got package manager %r" % (pkg_mgr,))
+        return ["nvidia-fabricmanager-%d" % number, "libnvidia-nscq-%d" % number]
     unversioned = number >= FIRST_UNVERSIONED_FM_BRANCH
     if _pkg_mgr(pkg_mgr) == APT:
         if unversioned:
@@ -83,28 +107,82 @@ def fabric_manager_packages(branch, pkg_mgr):
 _FM_NAME_RE = re.compile(r"^(nvidia-fabricmanager|nvidia-fabric-manager|libnvidia-nscq)(-[0-9]{3})?\Z")
 
 
+_BRANCH_IN_NAME_RE = re.compile(r"-[0-9]{3}(?=-|\Z)")
+
+
+def _branchless(name):
+    """NAME with its branch number blanked: nvidia-utils-580-server -> nvidia-utils-N-server."""
+    return _BRANCH_IN_NAME_RE.sub("-N", name)
+
+
 def superseded_packages(installed, wanted, kmod_packages=()):
     """Installed driver packages that the new set WANTED replaces under another name.
 
     A branch change renames Fabric Manager and NSCQ (nvidia-fabricmanager-550 ->
-    nvidia-fabricmanager at 580) and a flavour change swaps the DKMS package. The old
-    package stays installed and held, and it depends on the old driver's libraries
-    exactly, so apt answers "pkgProblemResolver::Resolve generated breaks, this may be
-    caused by held packages" (seen in molecule/metal, 550 -> 580). These must be unheld
+    nvidia-fabricmanager at 580) and, on Ubuntu, every branch-named package
+    (nvidia-utils-580-server -> nvidia-utils-595-server); a flavour change swaps the DKMS
+    package. The old package stays installed and held, and it depends on the old driver's
+    libraries exactly, so apt answers "pkgProblemResolver::Resolve generated breaks, this may
+    be caused by held packages" (seen in molecule/metal, 550 -> 580). These must be unheld
     and removed before the new set is installed. INSTALLED: the names on the host;
-    KMOD_PACKAGES: every kernel-module package name of the role (all flavours).
+    KMOD_PACKAGES: every flavour-specific package name of the role (all flavours).
     """
     wanted = set(wanted or ())
     kmods = set(kmod_packages or ())
-    stale = []
-    for name in installed or ():
+    for name in list(wanted) + list(kmods) + list(installed or ()):
         if not isinstance(name, str):
             raise NvidiaPackageError("package names must be strings, got %r" % (name,))
+    renamed = {_branchless(name) for name in wanted if _BRANCH_IN_NAME_RE.search(name)}
+    stale = []
+    for name in installed or ():
         if name in wanted:
             continue
-        if _FM_NAME_RE.match(name) or name in kmods:
+        if _FM_NAME_RE.match(name) or name in kmods or (
+                _BRANCH_IN_NAME_RE.search(name) and _branchless(name) in renamed):
             stale.append(name)
     return sorted(stale)
+
+
+def _stanza_fields(text):
+    """The fields of the first stanza of ``apt-cache show`` output (continuation lines joined)."""
+    fields = {}
+    key = None
+    for line in re.split(r"\r\n|\r|\n", text or ""):
+        if not line.strip():
+            if fields:
+                break
+            continue
+        if line[0] in " \t" and key:
+            fields[key] += " " + line.strip()
+            continue
+        key, sep, value = line.partition(":")
+        if not sep:
+            raise NvidiaPackageError("unexpected apt-cache show line: %r" % line)
+        key = key.strip().lower()
+        fields[key] = value.strip()
+    return fields
+
+
+def transitional_target(show):
+    """The package a transitional driver package only points at, or "".
+
+    SHOW is ``apt-cache show PKG=VERSION``. Ubuntu retires a driver branch by turning its
+    packages into empty ones that depend on the next branch's package of the same name
+    (noble: nvidia-utils-590-server 590.48.01 Depends nvidia-utils-595-server). Installing
+    such a branch installs the other one, which the lock does not name.
+    """
+    fields = _stanza_fields(show)
+    name = fields.get("package", "")
+    if not name:
+        raise NvidiaPackageError("apt-cache show gave no Package field")
+    if not _BRANCH_IN_NAME_RE.search(name):
+        return ""
+    depends = [part.strip() for part in fields.get("depends", "").split(",") if part.strip()]
+    for dep in depends:
+        dep_name = re.split(r"[\s(|:]", dep, maxsplit=1)[0]
+        if dep_name != name and _branchless(dep_name) == _branchless(name):
+            return dep_name
+    return ""
 
 
 def dnf_module_stream(branch, flavour):

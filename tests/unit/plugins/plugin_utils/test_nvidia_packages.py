@@ -4,6 +4,7 @@
 
 
 import base64
+import os
 import fnmatch
 
 import pytest
@@ -386,3 +387,97 @@ def test_superseded_packages(installed, wanted, kmods, expected):
 def test_superseded_packages_refuses_non_strings():
     with pytest.raises(np.NvidiaPackageError):
         np.superseded_packages([550], ["nvidia-smi"])
+
+
+# --- Ubuntu's archive (tests/fixtures/nvidia_driver/ubuntu2404.source) -------------------
+
+def _fixture(name):
+    with open(os.path.join(FIXTURES, name), encoding="utf-8") as handle:
+        return handle.read()
+
+
+FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))),
+                        "fixtures", "nvidia_driver")
+
+
+def _field(record, name):
+    return [value.strip() for line in record.splitlines() if line.startswith(name + ":")
+            for value in line.split(":", 1)[1].split(",")]
+
+
+@pytest.mark.parametrize("branch", ["470", "535", "570", "575", "580", "580.178.04", "590", "595", "615"])
+def test_ubuntu_archive_names_fabric_manager_and_nscq_by_branch_at_every_branch(branch):
+    number = branch.split(".")[0]
+    assert np.fabric_manager_packages(branch, "apt", "ubuntu") == [
+        "nvidia-fabricmanager-%s" % number, "libnvidia-nscq-%s" % number]
+
+
+def test_ubuntu_archive_fabric_manager_name_is_the_real_package_not_the_virtual_one():
+    record = _fixture("ubuntu2404-show-nvidia-fabricmanager-580.txt")
+    fabric_manager = np.fabric_manager_packages("580", "apt", "ubuntu")[0]
+    assert _field(record, "Package") == [fabric_manager]
+    # The unversioned name is what every branch's package Provides AND Conflicts: virtual.
+    virtual = set(_field(record, "Provides")) & set(_field(record, "Conflicts"))
+    assert "nvidia-fabricmanager" in virtual and fabric_manager not in virtual
+    # ... and apt refuses it with a version, as the capture shows.
+    refused = _fixture("ubuntu2404-install-s-nvidia-fabricmanager.txt")
+    assert "is a virtual package provided by" in refused and refused.rstrip().endswith("rc=100")
+
+
+@pytest.mark.parametrize("branch,pkg_mgr,expected", FABRIC_MANAGER_TABLE)
+def test_nvidia_repository_names_stay_the_default(branch, pkg_mgr, expected):
+    assert np.fabric_manager_packages(branch, pkg_mgr, "nvidia") == expected
+
+
+def test_ubuntu_archive_refuses_dnf_and_unknown_archives():
+    with pytest.raises(np.NvidiaPackageError, match="apt archive"):
+        np.fabric_manager_packages("580", "dnf", "ubuntu")
+    with pytest.raises(np.NvidiaPackageError, match="archive must be one of"):
+        np.fabric_manager_packages("580", "apt", "debian")
+    with pytest.raises(AnsibleFilterError, match="nvidia_fabric_manager_packages"):
+        FILTERS["nvidia_fabric_manager_packages"]("580", "apt", "launchpad")
+
+
+UBUNTU_580 = ["nvidia-utils-580-server", "libnvidia-compute-580-server", "nvidia-compute-utils-580-server",
+              "nvidia-headless-no-dkms-580-server-open", "nvidia-fabricmanager-580", "libnvidia-nscq-580"]
+UBUNTU_595 = [name.replace("580", "595") for name in UBUNTU_580]
+UBUNTU_FLAVOURS = ["nvidia-headless-no-dkms-%s-server-open", "nvidia-headless-no-dkms-%s-server",
+                   "nvidia-dkms-%s-server-open", "nvidia-dkms-%s-server"]
+
+
+@pytest.mark.parametrize("installed,wanted,flavour_packages,expected", [
+    # Ubuntu's archive, 580 -> 595: every branch-named package of the role goes, the
+    # dependencies apt pulled in (nvidia-kernel-common-580-server) are apt's to handle.
+    (UBUNTU_580 + ["nvidia-kernel-common-580-server", "nvidia-firmware-580-server-580.178.04", "libc6"],
+     UBUNTU_595, [n % "595" for n in UBUNTU_FLAVOURS], sorted(UBUNTU_580)),
+    # the same branch, open -> proprietary: only the flavour's package goes
+    (UBUNTU_580, [n.replace("-server-open", "-server") for n in UBUNTU_580], [n % "580" for n in UBUNTU_FLAVOURS],
+     ["nvidia-headless-no-dkms-580-server-open"]),
+    # the signed precompiled modules of another branch, same kernel
+    (["linux-modules-nvidia-580-server-open-6.8.0-45-generic", "linux-signatures-nvidia-6.8.0-45-generic"],
+     ["linux-modules-nvidia-595-server-open-6.8.0-45-generic", "linux-signatures-nvidia-6.8.0-45-generic"], [],
+     ["linux-modules-nvidia-580-server-open-6.8.0-45-generic"]),
+    # a re-run at the same branch replaces nothing
+    (UBUNTU_580, UBUNTU_580, [n % "580" for n in UBUNTU_FLAVOURS], []),
+])
+def test_superseded_packages_on_ubuntu(installed, wanted, flavour_packages, expected):
+    assert np.superseded_packages(installed, wanted, flavour_packages) == expected
+
+
+@pytest.mark.parametrize("fixture,target", [
+    ("ubuntu2404-show-nvidia-utils-590-server.txt", "nvidia-utils-595-server"),
+    ("ubuntu2404-show-nvidia-utils-570-server.txt", "nvidia-utils-580-server"),
+    ("ubuntu2404-show-nvidia-utils-580-server.txt", ""),
+    ("ubuntu2404-show-nvidia-fabricmanager-580.txt", ""),
+])
+def test_transitional_target_from_the_archive_records(fixture, target):
+    assert np.transitional_target(_fixture(fixture)) == target
+    assert FILTERS["nvidia_transitional_target"](_fixture(fixture)) == target
+
+
+def test_transitional_target_ignores_names_without_a_branch_and_refuses_garbage():
+    assert np.transitional_target("Package: nvidia-smi\nVersion: 535.261.03-1\nDepends: nvidia-smi-535\n") == ""
+    with pytest.raises(np.NvidiaPackageError, match="no Package field"):
+        np.transitional_target("")
+    with pytest.raises(AnsibleFilterError, match="nvidia_transitional_target"):
+        FILTERS["nvidia_transitional_target"]("E: No packages found")
