@@ -251,6 +251,13 @@ def _gpu_checks(host, profile, nvidia, not_gathered="GPU facts were not gathered
                               for n in names]
         count = _check(host, "gpu.count", FAIL,
                        "%d GPU(s) present, profile %s expects none" % (found, name))
+    elif found == 0 and not nvidia.get("driver_loaded"):
+        # nvidia-smi exits 9 ("couldn't communicate with the NVIDIA driver") and NVML fails to
+        # initialise without a loaded kernel module: the GPUs were not counted, not found absent.
+        return [_check(host, "gpu.count", FAIL,
+                       "driver not loaded: the GPUs cannot be counted (nvidia-smi and NVML need the NVIDIA "
+                       "kernel module); expected %d x %s" % (want_count, profile.get("gpu_model", "GPU")))] + [
+            _check(host, n, SKIPPED, "driver not loaded") for n in names]
     elif found != want_count:
         detail = "expected %d x %s, found %d" % (want_count, profile.get("gpu_model", "GPU"), found)
         if found == 0:

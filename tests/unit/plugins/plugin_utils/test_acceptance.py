@@ -185,9 +185,44 @@ def test_installed_driver_package_is_compared_when_no_driver_is_loaded():
 def test_gpu_profile_on_gpu_less_node_fails_plainly():
     checks = acceptance.evaluate("gpu-h100-001", dict(PROFILE, gpu_count=8), LOCK, {"nvidia": NO_GPU})
     named = by_name(checks)
-    assert named["gpu.count"]["detail"] == "no GPU present (no NVIDIA driver loaded); expected 8 x H200, found 0"
-    assert named["gpu.ecc_errors"]["detail"] == "no GPU present to check"
+    assert named["gpu.count"]["status"] == "fail"
+    assert named["gpu.count"]["detail"].startswith("driver not loaded: the GPUs cannot be counted")
+    assert named["gpu.count"]["detail"].endswith("expected 8 x H200")
+    assert (named["gpu.ecc_errors"]["status"], named["gpu.ecc_errors"]["detail"]) == ("skipped", "driver not loaded")
     assert named["driver.version"]["detail"] == "no NVIDIA driver loaded or installed, locked 580.159.04"
+
+
+def test_driver_loaded_without_gpus_still_says_no_gpu_present():
+    loaded = dict(NO_GPU, driver_loaded=True, driver_version="580.159.04")
+    named = by_name(acceptance.evaluate("gpu-h100-001", dict(PROFILE, gpu_count=8), LOCK, {"nvidia": loaded}))
+    assert named["gpu.count"]["detail"] == "no GPU present (driver loaded); expected 8 x H200, found 0"
+    assert named["gpu.ecc_errors"]["detail"] == "no GPU present to check"
+
+
+def test_ubuntu_server_driver_installed_but_not_loaded_is_driver_not_loaded():
+    """Ubuntu 24.04 with Ubuntu's 580 server packages and no kernel module (molecule/nvidia_driver):
+    the real nvidia-smi exits 9, nvidia_gpu_info says driver_loaded false, dpkg lists the -server packages."""
+    from ansible_collections.gpucloud.fleet.plugins.module_utils import nvml
+    smi = nvml.collect_smi(lambda args: (9, "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA "
+                                            "driver. Make sure that the latest NVIDIA driver is installed and running.\n", ""))
+    import ast
+    import os
+    import yaml
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+    with open(os.path.join(root, "playbooks", "vars", "settings.yml"), encoding="utf-8") as handle:
+        setting = yaml.safe_load(handle)["__verify_stack_packages"]
+    # the defaults verify.yml uses: {{ verify_stack_packages | default({...}) }}
+    patterns = ast.literal_eval(setting.split("default(", 1)[1].rsplit(")", 1)[0])
+    stack = acceptance.stack_from_packages(
+        "nvidia-utils-580-server 580.178.04-0ubuntu0.24.04.1 installed\n"
+        "libnvidia-compute-580-server 580.178.04-0ubuntu0.24.04.1 installed\n"
+        "nvidia-fabricmanager-580 580.178.04-0ubuntu0.24.04.1 installed\n", patterns)
+    named = by_name(acceptance.evaluate("gpu-h200-001", dict(PROFILE, gpu_count=8), {"driver": "580.178.04"},
+                                        {"nvidia": smi, "stack": stack}))
+    assert named["gpu.count"]["detail"].startswith("driver not loaded")
+    assert "found 0" not in named["gpu.count"]["detail"]
+    assert named["driver.version"]["status"] == "pass"
+    assert named["driver.version"]["detail"].startswith("driver not loaded; installed package 580.178.04-0ubuntu0.24.04.1")
 
 
 def test_storage_and_firewall_failures_and_read_errors():
