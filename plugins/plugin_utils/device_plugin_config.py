@@ -34,6 +34,10 @@ The schema and the rules come from github.com/NVIDIA/k8s-device-plugin at v0.20.
 - cmd/mps-control-daemon/mps/device.go lines 35-49: at most 48 MPS clients per GPU of
   compute capability 7.5 or newer, 16 before. Profiles do not name a compute capability,
   so we enforce 48 and leave 16 to the plugin.
+- Time-slicing has no upper bound upstream; we allow at most MAX_TIME_SLICING_REPLICAS (256)
+  per GPU: the plugin advertises replicas x GPUs devices to kubelet, and no node runs more
+  pods than that (kubelet's --max-pods defaults to 110; 256 is the largest default of the
+  managed offerings). More is a typo (10**12 makes a ListAndWatch answer of 8 * 10**12 IDs).
 - internal/rm/rm.go lines 109-148: with ``single``, MIG devices are ``nvidia.com/gpu``;
   with ``mixed``, each MIG profile whose compute and GPU slice counts are equal becomes
   ``nvidia.com/mig-<profile>`` with ``+`` replaced by ``.``; the profile format is
@@ -42,7 +46,11 @@ The schema and the rules come from github.com/NVIDIA/k8s-device-plugin at v0.20.
 
 
 import json
+import math
+import os
 import re
+
+import yaml
 
 CONFIG_VERSION = "v1"
 RESOURCE_PREFIX = "nvidia.com/"
@@ -52,15 +60,19 @@ MIG_STRATEGIES = ("none", "single", "mixed")
 SHARING_MODES = ("none", "time-slicing", "mps")
 MIN_REPLICAS = 2
 MAX_MPS_REPLICAS = 48
+MAX_TIME_SLICING_REPLICAS = 256
+SCHEMA_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "roles",
+                           "k8s_gpu_node", "files", "schemas", "device-plugin-config-v1.schema.json")
 MIG_KEYS = ("strategy", "layout", "profiles")
 SHARING_KEYS = ("mode", "replicas", "rename_by_default", "fail_requests_greater_than_one")
 
 # Deployment flags: our name -> (config key, kind, allowed values or None, under flags.plugin).
+# Kind "path": an absolute path of the node's file system.
 FLAGS = {
     "fail_on_init_error": ("failOnInitError", bool, None, False),
-    "nvidia_driver_root": ("nvidiaDriverRoot", str, None, False),
-    "nvidia_dev_root": ("nvidiaDevRoot", str, None, False),
-    "mps_root": ("mpsRoot", str, None, False),
+    "nvidia_driver_root": ("nvidiaDriverRoot", "path", None, False),
+    "nvidia_dev_root": ("nvidiaDevRoot", "path", None, False),
+    "mps_root": ("mpsRoot", "path", None, False),
     "gdrcopy_enabled": ("gdrcopyEnabled", bool, None, False),
     "gds_enabled": ("gdsEnabled", bool, None, False),
     "mofed_enabled": ("mofedEnabled", bool, None, False),
@@ -72,14 +84,17 @@ FLAGS = {
     "shared_devices_allocation_policy": ("sharedDevicesAllocationPolicy", str, ("distributed", "packed"), True),
 }
 
+# Every pattern here is matched with fullmatch: "$" would let a trailing newline through.
 # <C>c.<G>g.<GB>gb, then +me / +me.all / +gfx or -me (go-nvlib mig_profile.go lines 29-34, 170-182).
-_MIG_PROFILE = re.compile(r"^(?:(?P<c>[1-9][0-9]*)c\.)?(?P<g>[1-9][0-9]*)g\.(?P<gb>[1-9][0-9]*)gb"
-                          r"(?:\+(?:me|me\.all|gfx)|-me)?$")
-_MIG_LAYOUT_ALL = re.compile(r"^all-(?P<profile>.+)$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_MIG_PROFILE = re.compile(r"(?:(?P<c>[1-9][0-9]*)c\.)?(?P<g>[1-9][0-9]*)g\.(?P<gb>[1-9][0-9]*)gb"
+                          r"(?:\+(?:me|me\.all|gfx)|-me)?")
+_MIG_LAYOUT_ALL = re.compile(r"all-(?P<profile>.+)", re.S)
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 # YAML 1.1 (go-yaml v2, under sigs.k8s.io/yaml) reads these plain scalars as booleans or null.
 _YAML_SPECIAL = frozenset(("y", "yes", "n", "no", "true", "false", "on", "off", "null", "~", ""))
-_YAML_PLAIN = re.compile(r"^[A-Za-z/][A-Za-z0-9._/-]*$")
+_YAML_PLAIN = re.compile(r"[A-Za-z/][A-Za-z0-9._/-]*")
+# An absolute path: no control characters, no empty, '.' or '..' component.
+_ABSOLUTE_PATH = re.compile(r"/|(/(?!\.\.?(?:/|\Z))[^/\x00-\x1f\x7f]+)+")
 
 
 def _label(profile):
@@ -95,7 +110,7 @@ def mig_resource_name(mig_profile):
     """The resource the plugin's ``mixed`` strategy advertises for a MIG profile (rm.go line 145)."""
     if not isinstance(mig_profile, str):
         raise ValueError("MIG profile must be a string such as 1g.10gb, got %r" % (mig_profile,))
-    match = _MIG_PROFILE.match(mig_profile)
+    match = _MIG_PROFILE.fullmatch(mig_profile)
     if not match:
         raise ValueError("MIG profile %r is not of the form <G>g.<GB>gb (e.g. 1g.10gb, 3g.71gb, 1g.10gb+me)"
                          % mig_profile)
@@ -111,7 +126,7 @@ def mig_resource_name(mig_profile):
 def _check_resource_name(name):
     if len(name) > MAX_RESOURCE_NAME_LENGTH:
         raise ValueError("resource name %s is longer than %d characters" % (name, MAX_RESOURCE_NAME_LENGTH))
-    if not _DNS_SUBDOMAIN.match(name[len(RESOURCE_PREFIX):]):
+    if not _DNS_SUBDOMAIN.fullmatch(name[len(RESOURCE_PREFIX):]):
         raise ValueError("resource name %s is not a DNS subdomain after %s" % (name, RESOURCE_PREFIX))
 
 
@@ -140,12 +155,18 @@ def _mig(profile, label):
         raise ValueError("%s: mig.layout must be a mig-parted config name such as all-1g.10gb, got %r"
                          % (label, layout))
     profiles = mig.get("profiles")
+    if strategy == "none" and (layout is not None or profiles is not None):
+        # The mig role would partition the GPUs while the plugin advertises whole GPUs it cannot hand out.
+        raise ValueError("%s: mig.strategy none with mig.%s %s: the GPUs would be partitioned and the device "
+                         "plugin would advertise none of the slices; use strategy single or mixed, or mig: false"
+                         % (label, "layout" if layout is not None else "profiles",
+                            layout if layout is not None else profiles))
     if profiles is not None:
         if not isinstance(profiles, list) or not profiles:
             raise ValueError("%s: mig.profiles must be a non-empty list such as [1g.10gb], got %r" % (label, profiles))
     else:
-        match = _MIG_LAYOUT_ALL.match(layout or "")
-        if match and _MIG_PROFILE.match(match.group("profile")):
+        match = _MIG_LAYOUT_ALL.fullmatch(layout or "")
+        if match and _MIG_PROFILE.fullmatch(match.group("profile")):
             profiles = [match.group("profile")]
     return strategy, profiles
 
@@ -160,6 +181,9 @@ def _replicated(sharing, label, mode, resources):
     if mode == "mps" and replicas > MAX_MPS_REPLICAS:
         raise ValueError("%s: sharing.replicas %d is more than the %d MPS clients a GPU serves"
                          % (label, replicas, MAX_MPS_REPLICAS))
+    if replicas > MAX_TIME_SLICING_REPLICAS:
+        raise ValueError("%s: sharing.replicas %d is more than the %d time-slicing replicas per GPU allowed "
+                         "(more than the pods a node runs)" % (label, replicas, MAX_TIME_SLICING_REPLICAS))
     block = {}
     for key, config_key in (("rename_by_default", "renameByDefault"),
                             ("fail_requests_greater_than_one", "failRequestsGreaterThanOne")):
@@ -194,7 +218,14 @@ def _flags(flags):
             bad = [item for item in values if item not in allowed]
             if bad:
                 raise ValueError("flags.%s: %s not one of %s" % (key, ", ".join(bad), ", ".join(allowed)))
+            twice = sorted(set(item for item in values if values.count(item) > 1))
+            if twice:
+                raise ValueError("flags.%s names %s twice: each strategy once" % (key, ", ".join(twice)))
             value = values[0] if len(values) == 1 else list(values)
+        elif kind == "path":
+            if not isinstance(value, str) or not _ABSOLUTE_PATH.fullmatch(value):
+                raise ValueError("flags.%s must be an absolute path (no '.', '..' or empty component, no control "
+                                 "character), got %r" % (key, value))
         elif not isinstance(value, kind):
             raise ValueError("flags.%s must be a %s, got %r" % (key, "boolean" if kind is bool else "string", value))
         elif allowed is not None and value not in allowed:
@@ -271,7 +302,7 @@ def _yaml_scalar(value):
     if _is_int(value):
         return str(value)
     if isinstance(value, str):
-        if _YAML_PLAIN.match(value) and value.lower() not in _YAML_SPECIAL:
+        if _YAML_PLAIN.fullmatch(value) and value.lower() not in _YAML_SPECIAL:
             return value
         return json.dumps(value)
     raise ValueError("cannot write %r as a YAML scalar" % (value,))
@@ -314,5 +345,151 @@ def render_yaml(config):
 
 
 def device_plugin_config(profile, flags=None):
-    """The device plugin's config file for a hardware profile, as YAML text."""
-    return render_yaml(build_device_plugin_config(profile, flags))
+    """The device plugin's config file for a hardware profile, as YAML text.
+
+    The text is read back (YAML 1.1, as the plugin's sigs.k8s.io/yaml reads it) and checked
+    against the project's schema (SCHEMA_PATH) before anyone writes it: a config the builder
+    lets through but the schema refuses raises ValueError instead of reaching a node.
+    """
+    config = build_device_plugin_config(profile, flags)
+    text = render_yaml(config)
+    check_rendered(text, config, _label(profile))
+    return text
+
+
+def check_rendered(text, config, label="config"):
+    """Refuse TEXT unless it reads back as CONFIG and conforms to the schema."""
+    parsed = yaml.safe_load(text)
+    if parsed != config:
+        raise ValueError("%s: the written config reads back as %r, not as %r" % (label, parsed, config))
+    errors = schema_errors(parsed)
+    if errors:
+        raise ValueError("%s: the rendered config breaks the device plugin config schema (%s): %s"
+                         % (label, os.path.basename(SCHEMA_PATH), "; ".join(errors)))
+
+
+# ---------------------------------------------------------------- the schema, without jsonschema
+# The controller has PyYAML (ansible-core needs it) but not necessarily jsonschema: this checks the
+# keywords the schema uses, and refuses a schema that uses any other (tests/unit/k8s compare it
+# with jsonschema on every config they hold).
+
+_SCHEMA_CACHE = {}
+_ANNOTATIONS = frozenset(("$schema", "$id", "title", "description", "$comment", "$defs"))
+_KEYWORDS = frozenset(("$ref", "type", "const", "enum", "oneOf", "properties", "required", "additionalProperties",
+                       "items", "minItems", "maxItems", "uniqueItems", "minimum", "maxLength", "pattern")) | _ANNOTATIONS
+
+
+def load_schema(path=SCHEMA_PATH):
+    """The schema at PATH (cached)."""
+    if path not in _SCHEMA_CACHE:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                _SCHEMA_CACHE[path] = json.load(handle)
+        except (OSError, ValueError) as exc:
+            raise ValueError("cannot read the device plugin config schema %s: %s" % (path, exc)) from exc
+    return _SCHEMA_CACHE[path]
+
+
+def schema_errors(config, schema=None):
+    """Where CONFIG breaks SCHEMA (default: the project's): ['<path>: <reason>', ...], empty when it conforms."""
+    schema = load_schema() if schema is None else schema
+    errors = []
+    _check(config, schema, schema, "config", errors)
+    return errors
+
+
+def _json_type(value, kind):
+    if kind == "object":
+        return isinstance(value, dict)
+    if kind == "array":
+        return isinstance(value, list)
+    if kind == "string":
+        return isinstance(value, str)
+    if kind == "boolean":
+        return isinstance(value, bool)
+    if kind == "null":
+        return value is None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    if kind == "number":
+        return True
+    if kind == "integer":
+        return isinstance(value, int) or (math.isfinite(value) and value.is_integer())
+    raise ValueError("schema type %r is not supported" % (kind,))
+
+
+def _json_key(value):
+    """A key under which JSON-equal values are equal (true is not 1, as in JSON)."""
+    return json.dumps(value, sort_keys=True)
+
+
+def _ecma_pattern(pattern):
+    # JSON Schema patterns are ECMA-262: '$' is the end of the string, not "before a final newline".
+    if pattern.endswith("$") and not pattern.endswith("\\$"):
+        pattern = pattern[:-1] + "\\Z"
+    return pattern
+
+
+def _check(value, node, root, path, errors):
+    unknown = sorted(set(node) - _KEYWORDS)
+    if unknown:
+        raise ValueError("the device plugin config schema uses %s, which this check does not know" % ", ".join(unknown))
+    if "$ref" in node:
+        ref = node["$ref"]
+        if not ref.startswith("#/$defs/") or ref[len("#/$defs/"):] not in root.get("$defs", {}):
+            raise ValueError("the device plugin config schema refers to %s, which it does not define" % ref)
+        _check(value, root["$defs"][ref[len("#/$defs/"):]], root, path, errors)
+    if "type" in node and not _json_type(value, node["type"]):
+        errors.append("%s: %r is not of type %s" % (path, value, node["type"]))
+        return
+    if "const" in node and _json_key(value) != _json_key(node["const"]):
+        errors.append("%s: %r is not %r" % (path, value, node["const"]))
+    if "enum" in node and _json_key(value) not in [_json_key(item) for item in node["enum"]]:
+        errors.append("%s: %r is not one of %s" % (path, value, ", ".join(repr(item) for item in node["enum"])))
+    if "oneOf" in node:
+        matched = sum(1 for branch in node["oneOf"] if not _branch_errors(value, branch, root, path))
+        if matched != 1:
+            errors.append("%s: %r matches %d of the schema's alternatives, not exactly one" % (path, value, matched))
+    if isinstance(value, str):
+        if "maxLength" in node and len(value) > node["maxLength"]:
+            errors.append("%s: %r is longer than %d characters" % (path, value, node["maxLength"]))
+        if "pattern" in node and not re.search(_ecma_pattern(node["pattern"]), value):
+            errors.append("%s: %r does not match %s" % (path, value, node["pattern"]))
+    if "minimum" in node and _json_type(value, "number") and value < node["minimum"]:
+        errors.append("%s: %r is less than %r" % (path, value, node["minimum"]))
+    if isinstance(value, list):
+        _check_array(value, node, root, path, errors)
+    if isinstance(value, dict):
+        _check_object(value, node, root, path, errors)
+
+
+def _branch_errors(value, branch, root, path):
+    errors = []
+    _check(value, branch, root, path, errors)
+    return errors
+
+
+def _check_array(value, node, root, path, errors):
+    if "minItems" in node and len(value) < node["minItems"]:
+        errors.append("%s: %d item(s), fewer than %d" % (path, len(value), node["minItems"]))
+    if "maxItems" in node and len(value) > node["maxItems"]:
+        errors.append("%s: %d item(s), more than %d" % (path, len(value), node["maxItems"]))
+    if node.get("uniqueItems") and len(set(_json_key(item) for item in value)) != len(value):
+        errors.append("%s: %r holds an item twice" % (path, value))
+    if "items" in node:
+        for index, item in enumerate(value):
+            _check(item, node["items"], root, "%s[%d]" % (path, index), errors)
+
+
+def _check_object(value, node, root, path, errors):
+    for key in node.get("required", ()):
+        if key not in value:
+            errors.append("%s: %s is required" % (path, key))
+    properties = node.get("properties", {})
+    for key, item in value.items():
+        if key in properties:
+            _check(item, properties[key], root, "%s.%s" % (path, key), errors)
+        elif node.get("additionalProperties") is False:
+            errors.append("%s: %r is not a key the plugin knows" % (path, key))
+        elif isinstance(node.get("additionalProperties"), dict):
+            _check(item, node["additionalProperties"], root, "%s.%s" % (path, key), errors)

@@ -57,30 +57,46 @@ BASE_TOLERATIONS = (
     {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
 )
 
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_IMAGE_PREFIX = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?(:[0-9]+)?(/[a-z0-9]([-a-z0-9._]*[a-z0-9])?)*$")
+# Matched with fullmatch: "$" would let a trailing newline through (and into the API server).
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
+_QUALIFIED_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+_IMAGE_PREFIX = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?(:[0-9]+)?(/[a-z0-9]([-a-z0-9._]*[a-z0-9])?)*")
 # The longest object name prefix: gpu-feature-discovery-<profile> must stay a DNS label (63).
 _LONGEST_PREFIX = "gpu-feature-discovery-"
 
 
 def _is_label_value(value):
-    return isinstance(value, str) and len(value) <= 63 and bool(_LABEL_VALUE.match(value))
+    return isinstance(value, str) and len(value) <= 63 and bool(_LABEL_VALUE.fullmatch(value))
+
+
+def _is_dns_subdomain(value):
+    return isinstance(value, str) and len(value) <= 253 and bool(_DNS_SUBDOMAIN.fullmatch(value))
 
 
 def check_label_key(key, what="label key"):
     """Refuse a key that is not a Kubernetes qualified name ([prefix/]name)."""
     if not isinstance(key, str) or not key:
         raise ValueError("%s must be a non-empty string, got %r" % (what, key))
-    prefix, _sep, name = key.rpartition("/")
-    if prefix and (len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)):
+    prefix, sep, name = key.rpartition("/")
+    if sep and not prefix:
+        raise ValueError("%s %r: an empty prefix before '/' (write the key without '/', or prefix/name)"
+                         % (what, key))
+    if prefix and not _is_dns_subdomain(prefix):
         raise ValueError("%s %r: the prefix %r is not a DNS subdomain" % (what, key, prefix))
-    if len(name) > 63 or not _QUALIFIED_NAME.match(name):
+    if len(name) > 63 or not _QUALIFIED_NAME.fullmatch(name):
         raise ValueError("%s %r: the name %r must be 1-63 letters, digits, '-', '_' or '.', starting and "
                          "ending with a letter or digit" % (what, key, name))
     return key
+
+
+def check_label_prefix(prefix):
+    """Refuse a label prefix that is not a DNS subdomain (an empty one would give the key /profile)."""
+    if not _is_dns_subdomain(prefix):
+        raise ValueError("label prefix %r is not a DNS subdomain such as gpucloud.io (lower-case letters, digits, "
+                         "'-' and '.', at most 253 characters)" % (prefix,))
+    return prefix
 
 
 def label_value(text):
@@ -103,7 +119,7 @@ def profile_object_name(name):
     if not isinstance(name, str) or not name:
         raise ValueError("the hardware profile needs a name, got %r" % (name,))
     dns = name.lower().replace("_", "-").replace(".", "-")
-    if not _DNS_LABEL.match(dns) or len(_LONGEST_PREFIX + dns) > 63:
+    if not _DNS_LABEL.fullmatch(dns) or len(_LONGEST_PREFIX + dns) > 63:
         raise ValueError("profile name %r: object names need it as a DNS label (letters, digits, '-', '_', '.'; "
                          "at most %d characters), got %r" % (name, 63 - len(_LONGEST_PREFIX), dns))
     return dns
@@ -123,7 +139,7 @@ def node_labels(profile, label_prefix=DEFAULT_LABEL_PREFIX, operator=False):
     if not _is_label_value(name) or not name:
         raise ValueError("profile name %r is not a label value (1-63 letters, digits, '-', '_', '.', starting "
                          "and ending with a letter or digit)" % (name,))
-    check_label_key(label_prefix + "/profile", "label prefix")
+    check_label_prefix(label_prefix)
     labels = {label_prefix + "/profile": name}
     if profile.get("gpu_model") is not None:
         labels[label_prefix + "/gpu-product"] = label_value(str(profile["gpu_model"]))
@@ -170,9 +186,11 @@ def plan_taints(current, wanted, remove=None):
     control plane put there (node.kubernetes.io/*) are never removed, even when named.
     Returns (taints, changed).
     """
-    current = [dict(taint) for taint in (current or [])]
+    current = _current_taints(current)
     wanted = check_taints(wanted)
-    remove = list(remove or [])
+    remove = [] if remove is None else remove
+    if not isinstance(remove, list):
+        raise ValueError("k8s_gpu_node_taints_remove must be a list of taint keys, got %r" % (remove,))
     for index, key in enumerate(remove):
         check_label_key(key, "k8s_gpu_node_taints_remove[%d]" % index)
     wanted_ids = {(taint["key"], taint["effect"]) for taint in wanted}
@@ -199,12 +217,31 @@ def plan_taints(current, wanted, remove=None):
     return result, _taint_set(result) != _taint_set(current)
 
 
+def _current_taints(current, what="the node's taints"):
+    """The node's spec.taints as a list of dicts, each with a string key and effect (the API server's
+    taints always have both; anything else is refused by name, not sorted into a TypeError)."""
+    if current is None:
+        return []
+    if not isinstance(current, list):
+        raise ValueError("%s must be a list of {key, value, effect}, got %r" % (what, current))
+    out = []
+    for index, taint in enumerate(current):
+        where = "%s[%d]" % (what, index)
+        if not isinstance(taint, dict):
+            raise ValueError("%s must be a mapping with key and effect, got %r" % (where, taint))
+        for field in ("key", "effect"):
+            if not isinstance(taint.get(field), str) or not taint[field]:
+                raise ValueError("%s has no %s (a non-empty string), got %r" % (where, field, taint))
+        out.append(dict(taint))
+    return out
+
+
 def _taint_set(taints):
     return sorted((t.get("key"), t.get("effect"), t.get("value") or "") for t in taints)
 
 
 def _image(registry, name, version):
-    if not isinstance(registry, str) or not _IMAGE_PREFIX.match(registry):
+    if not isinstance(registry, str) or not _IMAGE_PREFIX.fullmatch(registry):
         raise ValueError("registry %r is not an image repository prefix such as nvcr.io/nvidia or "
                          "mirror.example.com:5000/nvidia" % (registry,))
     return "%s/%s:%s" % (registry, name, version)
@@ -231,11 +268,12 @@ def _settings(settings):
     }
     if out["mode"] not in MODES:
         raise ValueError("mode must be one of %s, got %r" % (", ".join(MODES), out["mode"]))
-    if not isinstance(out["namespace"], str) or not _DNS_LABEL.match(out["namespace"]) \
+    if not isinstance(out["namespace"], str) or not _DNS_LABEL.fullmatch(out["namespace"]) \
             or len(out["namespace"]) > 63:
         raise ValueError("namespace %r is not a DNS label" % (out["namespace"],))
-    if not isinstance(out["runtime_class"], str) or not _DNS_SUBDOMAIN.match(out["runtime_class"]):
+    if not _is_dns_subdomain(out["runtime_class"]):
         raise ValueError("runtime class name %r is not a DNS subdomain" % (out["runtime_class"],))
+    check_label_prefix(out["label_prefix"])
     for key in ("gfd", "plugin_runtime_class"):
         if not isinstance(out[key], bool):
             raise ValueError("%s must be true or false, got %r" % (key, out[key]))
@@ -269,14 +307,19 @@ def _profiles(profiles):
     """{name: profile} from a list of hardware profiles (one per host: repeats are fine if equal)."""
     if not isinstance(profiles, list) or not profiles:
         raise ValueError("no hardware profiles given: every GPU node of the play needs gpucloud_profile")
-    by_name = {}
+    by_name, by_object = {}, {}
     for profile in profiles:
         if not isinstance(profile, dict):
             raise ValueError("a hardware profile must be a mapping, got %r" % (profile,))
         name = profile.get("name")
-        profile_object_name(name)
+        dns = profile_object_name(name)
         if name in by_name and by_name[name] != profile:
             raise ValueError("two different hardware profiles are named %s: one name, one config" % name)
+        # h200_sxm and h200.sxm are both h200-sxm in object names: one ConfigMap would overwrite the other.
+        other = by_object.setdefault(dns, name)
+        if other != name:
+            raise ValueError("profiles %s and %s both give the object name %s (its '_' and '.' become '-'): "
+                             "rename one" % (min(other, name), max(other, name), dns))
         by_name[name] = profile
     return dict(sorted(by_name.items()))
 

@@ -312,3 +312,55 @@ def test_example_inventory_profiles_give_their_config():
         assert build_device_plugin_config(data["gpucloud_profile"]) == {
             "version": "v1", "flags": {"migStrategy": strategy}}, path
     assert found == 4
+
+
+# Issue 28 item 19: what the builder accepted but the plugin (or the project's own schema) refuses.
+ITEM_19 = [
+    # The schema's deviceListStrategy list is uniqueItems (flags.go lines 86-106 keep each once).
+    ("device list strategy twice", {"name": "x"}, {"device_list_strategy": ["envvar", "envvar"]},
+     r"flags.device_list_strategy names envvar twice"),
+    ("device list strategy twice among others", {"name": "x"},
+     {"device_list_strategy": ["cdi-cri", "envvar", "cdi-cri"]}, r"flags.device_list_strategy names cdi-cri twice"),
+    # The layout partitions the GPUs while the plugin advertises whole ones it cannot hand out.
+    ("strategy none with a layout", {"name": "a100", "mig": {"strategy": "none", "layout": "all-1g.10gb"}}, None,
+     r"profile a100: mig.strategy none with mig.layout all-1g.10gb"),
+    ("strategy none with profiles", {"name": "a100", "mig": {"strategy": "none", "profiles": ["1g.10gb"]}}, None,
+     r"profile a100: mig.strategy none with mig.profiles"),
+    ("10**12 time-slicing replicas", {"name": "h200", "sharing": {"mode": "time-slicing", "replicas": 10 ** 12}},
+     None, r"profile h200: sharing.replicas 1000000000000 is more than the 256"),
+    ("257 time-slicing replicas", {"name": "h200", "sharing": {"mode": "time-slicing", "replicas": 257}},
+     None, r"profile h200: sharing.replicas 257 is more than the 256"),
+    # Item 13: paths and names end where the string ends.
+    ("driver root with a newline", {"name": "x"}, {"nvidia_driver_root": "/\n"},
+     r"flags.nvidia_driver_root must be an absolute path"),
+    ("driver root relative", {"name": "x"}, {"nvidia_driver_root": "run/nvidia/driver"},
+     r"flags.nvidia_driver_root must be an absolute path"),
+    ("driver root with ..", {"name": "x"}, {"nvidia_driver_root": "/run/../etc"},
+     r"flags.nvidia_driver_root must be an absolute path"),
+    ("dev root with a newline", {"name": "x"}, {"nvidia_dev_root": "/dev\n"},
+     r"flags.nvidia_dev_root must be an absolute path"),
+    ("mps root with a newline", {"name": "x"}, {"mps_root": "/run/nvidia/mps\n"},
+     r"flags.mps_root must be an absolute path"),
+    ("MIG profile with a newline", {"name": "a100", "mig": {"strategy": "mixed", "profiles": ["1g.10gb\n"]},
+                                    "sharing": {"mode": "time-slicing", "replicas": 2}}, None,
+     r"MIG profile '1g.10gb\\n' is not of the form"),
+]
+
+
+@pytest.mark.parametrize("what,profile,flags,message", ITEM_19, ids=[case[0] for case in ITEM_19])
+def test_item_19_refusals(what, profile, flags, message):
+    with pytest.raises(ValueError, match=message):
+        build_device_plugin_config(profile, flags)
+
+
+def test_time_slicing_replicas_up_to_the_bound():
+    config = build_device_plugin_config({"name": "h200", "sharing": {"mode": "time-slicing", "replicas": 256}})
+    assert config["sharing"]["timeSlicing"]["resources"] == [{"name": "nvidia.com/gpu", "replicas": 256}]
+    assert build_device_plugin_config({"name": "a", "mig": {"strategy": "none"}})["flags"] == {"migStrategy": "none"}
+
+
+def test_a_layout_named_all_x_with_a_newline_gives_no_profile():
+    """all-1g.10gb\\n is not a mig-parted name: its profile is not taken as 1g.10gb."""
+    with pytest.raises(ValueError, match="needs the MIG profiles"):
+        build_device_plugin_config({"name": "a", "mig": {"strategy": "mixed", "layout": "all-1g.10gb\n"},
+                                    "sharing": {"mode": "time-slicing", "replicas": 2}})

@@ -158,3 +158,90 @@ def test_operator_mode():
 def test_manifests_refuse(profiles, settings, message):
     with pytest.raises(ValueError, match=message):
         kgn.cluster_manifests(profiles, settings)
+
+
+# Issue 28 item 13: every name check holds to the end of the string (a trailing newline is not a
+# name), a label key has a non-empty prefix before its '/', and two profiles never share objects.
+NEWLINE_SETTINGS = [
+    ({"namespace": "nvidia-device-plugin\n"}, "namespace"),
+    ({"registry": "nvcr.io/nvidia\n"}, "registry"),
+    ({"runtime_class": "nvidia\n"}, "runtime class"),
+    ({"label_prefix": "gpucloud.io\n"}, "label prefix"),
+    ({"label_prefix": ""}, "label prefix"),
+    ({"label_prefix": "/"}, "label prefix"),
+    ({"tolerations": [["h200_sxm", [{"key": "gpu\n", "effect": "NoSchedule"}]]]}, "key"),
+    ({"tolerations": [["h200_sxm", [{"key": "/gpu", "effect": "NoSchedule"}]]]}, "key"),
+]
+
+
+@pytest.mark.parametrize("settings,word", NEWLINE_SETTINGS, ids=[repr(s) for s, _w in NEWLINE_SETTINGS])
+def test_manifests_refuse_names_with_a_trailing_newline_or_an_empty_prefix(settings, word):
+    with pytest.raises(ValueError, match=word):
+        kgn.cluster_manifests([H200], settings)
+    with pytest.raises(ValueError, match=word):
+        kgn.operator_values([H200], settings)
+
+
+@pytest.mark.parametrize("name", ["h200_sxm\n", "h200\n_sxm", "h200_sxm\r", "\nh200"])
+def test_profile_names_with_a_newline_are_refused_everywhere(name):
+    with pytest.raises(ValueError, match="profile name"):
+        kgn.node_labels({"name": name})
+    with pytest.raises(ValueError, match="profile name"):
+        kgn.cluster_manifests([{"name": name}])
+    with pytest.raises(ValueError, match="profile name"):
+        kgn.profile_object_name(name)
+
+
+@pytest.mark.parametrize("prefix", ["", "/", "gpucloud.io\n", "gpucloud.io/", "-bad.io", "a" * 254])
+def test_node_labels_refuse_a_bad_label_prefix(prefix):
+    with pytest.raises(ValueError, match="label prefix"):
+        kgn.node_labels(H200, prefix)
+
+
+@pytest.mark.parametrize("taint,message", [
+    ({"key": "/gpu", "effect": "NoSchedule"}, "empty prefix"),
+    ({"key": "nvidia.com/\n", "effect": "NoSchedule"}, "must be 1-63"),
+    ({"key": "gpu\n", "effect": "NoSchedule"}, "must be 1-63"),
+    ({"key": "nvidia.com\n/gpu", "effect": "NoSchedule"}, "not a DNS subdomain"),
+    ({"key": "gpu", "value": "present\n", "effect": "NoSchedule"}, "not a label value"),
+    ({"key": "gpu", "effect": "NoSchedule\n"}, "effect must be one of"),
+])
+def test_taints_with_a_trailing_newline_or_an_empty_prefix_are_refused(taint, message):
+    with pytest.raises(ValueError, match=message):
+        kgn.plan_taints(None, [taint])
+
+
+@pytest.mark.parametrize("remove", [["/gpu"], ["gpu\n"]])
+def test_taint_removals_are_checked_the_same_way(remove):
+    with pytest.raises(ValueError, match=r"k8s_gpu_node_taints_remove\[0\]"):
+        kgn.plan_taints(None, [], remove)
+
+
+@pytest.mark.parametrize("names", [("h200_sxm", "h200.sxm"), ("h200-sxm", "H200_SXM"), ("a.b", "a_b")])
+def test_profiles_whose_object_names_collide_are_refused(names):
+    profiles = [{"name": names[0]}, {"name": names[1], "gpu_model": "other"}]
+    with pytest.raises(ValueError, match="both give the object name"):
+        kgn.cluster_manifests(profiles)
+    with pytest.raises(ValueError, match="both give the object name"):
+        kgn.operator_values(profiles)
+
+
+# Issue 28 item 17: plan_taints given a taint without a key (from the node or from the inventory)
+# says which one, instead of a TypeError from sorting None against a string.
+@pytest.mark.parametrize("current,wanted,message", [
+    ([{"effect": "NoSchedule"}], [{"key": "a", "effect": "NoSchedule"}], r"the node's taints\[0\]"),
+    ([{"key": "a"}], [{"key": "a", "effect": "NoSchedule"}], r"the node's taints\[0\]"),
+    ([{"key": "a", "effect": "NoSchedule"}, {"key": None, "effect": "NoSchedule"}], [], r"the node's taints\[1\]"),
+    (["gpu"], [], r"the node's taints\[0\] must be a mapping"),
+    ({"key": "a"}, [], "the node's taints must be a list"),
+    (None, [{"effect": "NoSchedule"}], r"k8s_gpu_node_taints\[0\].key must be a non-empty string"),
+    (None, [{"key": None, "effect": "NoSchedule"}], r"k8s_gpu_node_taints\[0\].key must be a non-empty string"),
+])
+def test_plan_taints_names_a_taint_without_a_key(current, wanted, message):
+    with pytest.raises(ValueError, match=message):
+        kgn.plan_taints(current, wanted)
+
+
+def test_plan_taints_refuses_removals_that_are_not_a_list():
+    with pytest.raises(ValueError, match="k8s_gpu_node_taints_remove must be a list"):
+        kgn.plan_taints(None, [], "gpu")
