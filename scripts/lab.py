@@ -7,7 +7,7 @@ gpucloud-FLEET (members resolve each other by name through /etc/hosts). Molecule
 and the main job (make lab-up) create their nodes through this one tool, so a lab
 node is the same thing everywhere.
 
-    lab.py create FLEET --node NAME=IMAGE [--node ...]     # IMAGE: debian12 | debian13
+    lab.py create FLEET --node NAME=IMAGE [--node ...]     # IMAGE: debian12 | debian13 | ubuntu2404 | ubuntu2204
     lab.py create FLEET --node gpu1=debian12,vm,nvme=1,nvme=1,forward=9100   # a QEMU VM
     lab.py create FLEET --spec nodes.json [--inventory FILE]
     lab.py list [FLEET]
@@ -64,7 +64,7 @@ import lab_vm
 LABEL_LAB = "gpucloud.lab"
 LABEL_FLEET = "gpucloud.fleet"
 LABEL_GROUPS = "gpucloud.groups"
-IMAGES = ("debian12", "debian13")
+IMAGES = ("debian12", "debian13", "ubuntu2404", "ubuntu2204")
 DEFAULT_CAPS = ("NET_ADMIN",)
 BOOT_TIMEOUT = 90
 TRANSPORTS = ("podman", "ssh")

@@ -174,8 +174,18 @@ stage_molecule() {
     scenarios=()
     for f in molecule/*/molecule.yml; do scenarios+=("$(basename "$(dirname "$f")")"); done
   fi
-  local serial=()
+  local serial=() ubuntu_ran=() ubuntu_left=()
   for s in "${scenarios[@]}"; do
+    # A scenario with Ubuntu nodes needs the Ubuntu images; GPUCLOUD_UBUNTU=0 leaves them
+    # out on purpose (scripts/build-images.sh), and the summary says so.
+    if grep -Eq '^[[:space:]]*image:[[:space:]]*ubuntu' "molecule/$s/molecule.yml"; then
+      if [[ ${GPUCLOUD_UBUNTU:-1} == 0 ]]; then
+        report+=("  molecule $s: not run (it has Ubuntu nodes; GPUCLOUD_UBUNTU=0)")
+        ubuntu_left+=("$s")
+        continue
+      fi
+      ubuntu_ran+=("$s")
+    fi
     if [[ "$s" == metal ]]; then
       if [[ "$METAL_LANE" == 0 ]]; then
         report+=("  molecule metal: not run ($metal_skip_reason)")
@@ -213,6 +223,13 @@ stage_molecule() {
   fi
   passed=$((passed + checks))
   summary_counts+=", molecule: $n scenarios / $checks testinfra checks passed"
+  if ((${#ubuntu_left[@]})); then
+    summary_counts+=", Ubuntu: not run (GPUCLOUD_UBUNTU=0; left out: ${ubuntu_left[*]})"
+  elif ((${#ubuntu_ran[@]})); then
+    summary_counts+=", Ubuntu nodes in: ${ubuntu_ran[*]}"
+  else
+    summary_counts+=", Ubuntu: not run (no scenario chosen has Ubuntu nodes)"
+  fi
 }
 
 stage_build() {

@@ -1,7 +1,9 @@
 """Verify lab nodes on their real state (testinfra through Molecule's inventory)."""
 import pytest
 
-EXPECTED_DEBIAN = {"lab-debian12": "12", "lab-debian13": "13"}
+# (distribution, release, Python minor): what each image's archive ships.
+EXPECTED = {"lab-debian12": ("debian", "12", 11), "lab-debian13": ("debian", "13", 13),
+            "lab-ubuntu2404": ("ubuntu", "24.04", 12), "lab-ubuntu2204": ("ubuntu", "22.04", 10)}
 
 
 def test_systemd_is_pid1_and_running(host):
@@ -10,15 +12,31 @@ def test_systemd_is_pid1_and_running(host):
     assert state.stdout.strip() == "running", state.stdout + state.stderr
 
 
-def test_debian_release_matches_platform(host):
-    name = host.backend.get_hostname()
-    assert host.system_info.distribution == "debian"
-    assert host.system_info.release.split(".")[0] == EXPECTED_DEBIAN[name]
+def test_release_matches_platform(host):
+    distribution, release, _ = EXPECTED[host.backend.get_hostname()]
+    assert host.system_info.distribution == distribution
+    if distribution == "debian":
+        assert host.system_info.release.split(".")[0] == release
+    else:
+        assert host.system_info.release == release
 
 
-def test_python_runs(host):
-    out = host.check_output("python3 -c 'import json, sys; print(sys.version_info[0])'")
-    assert out == "3"
+def test_python_is_the_archives(host):
+    # Code that runs on nodes must work on each of these (Ubuntu 22.04: 3.10, no tomllib).
+    out = host.check_output("python3 -c 'import sys; print(sys.version_info[0], sys.version_info[1])'")
+    assert out == "3 %d" % EXPECTED[host.backend.get_hostname()][2]
+
+
+def test_apt_trusts_the_archive_of_its_own_os(host):
+    # The sources name every component (Debian non-free, Ubuntu restricted and multiverse:
+    # the NVIDIA driver packages live there) and a keyring the image carries.
+    distribution = EXPECTED[host.backend.get_hostname()][0]
+    sources = host.file("/etc/apt/sources.list.d/%s.sources" % distribution)
+    assert sources.is_file
+    wanted = "non-free" if distribution == "debian" else "restricted universe multiverse"
+    assert wanted in sources.content_string
+    keyring = sources.content_string.split("Signed-By:")[1].split()[0]
+    assert host.file(keyring).is_file
 
 
 def test_converge_wrote_identity(host):
@@ -27,10 +45,11 @@ def test_converge_wrote_identity(host):
     name = host.backend.get_hostname()
     lines = f.content_string.splitlines()
     assert "node=%s" % name in lines
-    assert "debian=%s" % EXPECTED_DEBIAN[name] in lines
+    distribution, release, _ = EXPECTED[name]
+    assert any(line.startswith("os=%s %s" % (distribution.capitalize(), release)) for line in lines), lines
 
 
-@pytest.mark.parametrize("peer", sorted(EXPECTED_DEBIAN))
+@pytest.mark.parametrize("peer", sorted(EXPECTED))
 def test_nodes_resolve_each_other_on_lab_network(host, peer):
     addr = host.check_output("getent hosts %s" % peer).split()[0]
     assert addr.count(".") == 3 and not addr.startswith("127.")
@@ -41,7 +60,7 @@ def test_sshd_runs_with_host_keys_of_its_own(host):
     import subprocess
     assert host.service("ssh").is_running
     mine = host.file("/etc/ssh/ssh_host_ed25519_key.pub").content_string
-    for peer in EXPECTED_DEBIAN:
+    for peer in EXPECTED:
         if peer != host.backend.get_hostname():
             theirs = subprocess.run(["podman", "exec", peer, "cat", "/etc/ssh/ssh_host_ed25519_key.pub"],
                                     capture_output=True, text=True, check=True).stdout
