@@ -17,8 +17,13 @@ benchmark:
   the profile has ``outlier_min_nodes`` valid results: the median of two is their mean, which
   the slow node itself drags down.
 * **missing data**: no report, a report of another run, a report or benchmark that says it
-  failed, a throughput that is not a finite positive number, or fewer ranks than the GPUs
-  the profile expects: the node fails; a missing number never passes.
+  failed, a throughput that is not a finite positive number, a report part of the wrong
+  shape (``errors`` not a list, ``benchmarks`` not a mapping), or fewer ranks than the GPUs
+  the profile expects, or a ``world_size`` that is no whole number (absent, NaN, text): the
+  node fails; a missing number never passes.
+
+The GPUs a profile expects (``gpu_count``) must be a whole number >= 0: 8.9, ``true`` or -8 are
+refused (``ValueError``), never rounded into a floor that a node with fewer GPUs passes.
 """
 
 
@@ -37,6 +42,29 @@ def _number(value):
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return float(value)
+
+
+def gpu_count(value, what):
+    """VALUE as the GPUs a profile expects: a whole number >= 0 (None: 0); ValueError naming WHAT otherwise."""
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError("%s must be a whole number >= 0, got %r" % (what, value))
+    return value
+
+
+def _world_size(report, gpus):
+    """A finding when the report's world_size shows fewer ranks than GPUS, or no count at all."""
+    world = report.get("world_size")
+    if isinstance(world, bool) or not isinstance(world, (int, float)) or not math.isfinite(world) \
+            or world < 0 or world != int(world):
+        return {"kind": "gpu_count", "benchmark": None,
+                "message": "the report's world_size is %r, not a whole number of ranks: the profile expects %d GPUs"
+                           % (world if "world_size" in report else "absent", gpus)}
+    if world < gpus:
+        return {"kind": "gpu_count", "benchmark": None,
+                "message": "ran on %d GPUs, the profile expects %d" % (world, gpus)}
+    return None
 
 
 def node_floor(floor, gpus_expected):
@@ -76,9 +104,15 @@ def validate_floors(floors):
 
 def benchmark_value(report, bench):
     """(samples/s, finding) of BENCH in a node's REPORT: exactly one of them is not None."""
-    result = (report.get("benchmarks") or {}).get(bench)
-    if not isinstance(result, dict):
+    benchmarks = report.get("benchmarks") or {}
+    if not isinstance(benchmarks, dict):
+        return None, ("missing_benchmark", "%s did not run (the report's benchmarks is no mapping)" % bench)
+    result = benchmarks.get(bench)
+    if result is None:
         return None, ("missing_benchmark", "%s did not run (not in the report)" % bench)
+    if not isinstance(result, dict):
+        return None, ("missing_benchmark", "the report's benchmarks.%s is %r, not a mapping with samples_per_s"
+                      % (bench, result))
     if result.get("error"):
         return None, ("benchmark_error", "%s failed: %s" % (bench, result["error"]))
     value = _number(result.get("samples_per_s"))
@@ -109,7 +143,7 @@ def judge(nodes, reports, floors, benchmarks=DEFAULT_BENCHMARKS, outlier_pct=10.
     judged = []
     for entry in nodes:
         name, profile = entry["node"], entry.get("profile") or ""
-        gpus = int(entry.get("gpus_expected") or 0)
+        gpus = gpu_count(entry.get("gpus_expected"), "%s: the GPUs the profile expects (gpu_count)" % name)
         report = reports.get(name)
         findings, results = [], {}
         if not isinstance(report, dict):
@@ -123,12 +157,19 @@ def judge(nodes, reports, floors, benchmarks=DEFAULT_BENCHMARKS, outlier_pct=10.
                              "message": "the report is of run %r, not of this run %r" % (report.get("run_id"), run_id)})
             report = None
         if isinstance(report, dict):
-            for error in report.get("errors") or []:
+            errors = report.get("errors") or []
+            if not isinstance(errors, list):
+                findings.append({"kind": "report_error", "benchmark": None,
+                                 "message": "the report's errors is %r, not a list" % (errors,)})
+                errors = []
+            for error in errors:
                 findings.append({"kind": "report_error", "benchmark": None, "message": str(error)})
-            world = _number(report.get("world_size"))
-            if gpus and world is not None and world < gpus:
-                findings.append({"kind": "gpu_count", "benchmark": None,
-                                 "message": "ran on %d GPUs, the profile expects %d" % (world, gpus)})
+            if not isinstance(report.get("benchmarks") or {}, dict):
+                findings.append({"kind": "report_error", "benchmark": None,
+                                 "message": "the report's benchmarks is %r, not a mapping" % (report["benchmarks"],)})
+            problem = _world_size(report, gpus) if gpus else None
+            if problem:
+                findings.append(problem)
         for bench in benchmarks:
             value, problem = benchmark_value(report, bench) if isinstance(report, dict) else (None, None)
             if problem:

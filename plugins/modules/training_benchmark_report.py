@@ -47,6 +47,9 @@ options:
     description:
       - Each node's hardware profile (its C(gpucloud_profile)); C(name) groups the siblings, C(gpu_count) is the GPUs
         the profile expects (a per-GPU floor is multiplied by it, and a run on fewer GPUs fails).
+      - C(gpu_count) must be a whole number >= 0; anything else (V(8.9), V(true), V(-8), text) fails the module by
+        name, never rounded. Where the profile expects GPUs, a report without a whole-number C(world_size) fails
+        its node.
       - A node missing here has the profile V("") and expects no GPU.
     type: dict
     default: {}
@@ -184,9 +187,9 @@ def run(module):
         if not isinstance(profile, dict):
             module.fail_json(msg="training_benchmark_report: node_profiles.%s must be a mapping (name, gpu_count)" % name)
         try:
-            gpus = int(profile.get("gpu_count") or 0)
-        except (TypeError, ValueError):
-            module.fail_json(msg="training_benchmark_report: node_profiles.%s.gpu_count must be a whole number" % name)
+            gpus = benchmark_judge.gpu_count(profile.get("gpu_count"), "node_profiles.%s.gpu_count" % name)
+        except ValueError as exc:
+            module.fail_json(msg="training_benchmark_report: %s" % exc)
         nodes.append({"node": name, "profile": str(profile.get("name") or ""), "gpus_expected": gpus})
     floors = {}
     for profile, settings in params["profiles"].items():

@@ -187,3 +187,56 @@ def test_outlier_settings_are_checked(real, pct, min_nodes):
     nodes, reports = fleet(real, {"n1": (None, None)})
     with pytest.raises(ValueError):
         bj.judge(nodes, reports, FLOORS, outlier_pct=pct, outlier_min_nodes=min_nodes)
+
+
+# Issue 28 item 15: a world_size that is no whole number of GPUs never skips the GPU-count check.
+@pytest.mark.parametrize("world", ["absent", None, float("nan"), float("inf"), "8", "eight", 7.5, True, -1, [8]])
+def test_a_world_size_that_is_no_count_fails_the_node(real, world):
+    nodes, reports = fleet(real, {"n1": (None, None)}, gpus=8)
+    if world == "absent":
+        del reports["n1"]["world_size"]
+    else:
+        reports["n1"]["world_size"] = world
+    entry = by_node(bj.judge(nodes, reports, FLOORS, run_id=RUN))["n1"]
+    assert "gpu_count" in kinds(entry) and entry["status"] == "fail"
+    message = [f["message"] for f in entry["findings"] if f["kind"] == "gpu_count"][0]
+    assert "world_size" in message
+
+
+@pytest.mark.parametrize("world", [8, 8.0, 16])
+def test_a_world_size_of_at_least_the_gpus_passes(real, world):
+    nodes, reports = fleet(real, {"n1": (None, None)}, gpus=8)
+    reports["n1"]["world_size"] = world
+    assert "gpu_count" not in kinds(by_node(bj.judge(nodes, reports, FLOORS, run_id=RUN))["n1"])
+
+
+@pytest.mark.parametrize("gpus", [8.9, 8.0, True, False, -8, "8", float("nan"), [8]])
+def test_gpus_expected_is_never_coerced(real, gpus):
+    nodes, reports = fleet(real, {"n1": (None, None)})
+    nodes[0]["gpus_expected"] = gpus
+    with pytest.raises(ValueError, match=r"n1: the GPUs the profile expects \(gpu_count\) must be a whole number >= 0"):
+        bj.judge(nodes, reports, FLOORS, run_id=RUN)
+
+
+@pytest.mark.parametrize("value,expected", [(8, 8), (0, 0), (None, 0)])
+def test_gpu_count_accepts_whole_numbers_and_none(value, expected):
+    assert bj.gpu_count(value, "x") == expected
+
+
+# Issue 28 item 17: a report whose parts have the wrong shape fails its node with a message naming
+# the part, never a traceback.
+@pytest.mark.parametrize("changes,kind,words", [
+    ({"errors": 5}, "report_error", "errors is 5, not a list"),
+    ({"errors": "OOM"}, "report_error", "errors is 'OOM', not a list"),
+    ({"errors": {"a": 1}}, "report_error", "not a list"),
+    ({"benchmarks": [1]}, "report_error", "benchmarks is [1], not a mapping"),
+    ({"benchmarks": "resnet50"}, "report_error", "benchmarks is 'resnet50', not a mapping"),
+    ({"benchmarks": {"resnet50": 1, "bert_base": [2]}}, "missing_benchmark", "resnet50 is 1, not a mapping"),
+    ({"benchmarks": {"resnet50": {"samples_per_s": 3.0, "error": ["x"]}}}, "benchmark_error", "resnet50 failed"),
+])
+def test_malformed_report_parts_fail_the_node_by_name(real, changes, kind, words):
+    nodes, reports = fleet(real, {"n1": (None, None)})
+    reports["n1"].update(changes)
+    entry = by_node(bj.judge(nodes, reports, FLOORS, run_id=RUN))["n1"]
+    assert entry["status"] == "fail"
+    assert any(f["kind"] == kind and words in f["message"] for f in entry["findings"]), entry["findings"]

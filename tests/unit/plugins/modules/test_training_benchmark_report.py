@@ -118,3 +118,29 @@ def test_program_without_torch_reports_the_failure_and_the_node_fails(tmp_path):
     verdict = result["verdicts"]["lab-1"]
     assert verdict["status"] == "fail"
     assert [f["kind"] for f in verdict["findings"]] == ["report_error", "missing_benchmark", "missing_benchmark"]
+
+
+# Issue 28 item 15: gpu_count is a whole number >= 0, never coerced (8.9 is not 8, true is not 1,
+# and -8 is no floor).
+@pytest.mark.parametrize("gpu_count", [8.9, True, -8, "8", "x", [8]])
+def test_gpu_count_is_never_coerced(reports, gpu_count):
+    tmp_path, run_id = reports
+    result = run_module(training_benchmark_report, args(tmp_path, run_id, node_profiles={"lab-1": {"gpu_count": gpu_count}}))
+    assert result["failed"] and "node_profiles.lab-1.gpu_count must be a whole number >= 0" in result["msg"], result
+
+
+# Issue 28 item 17: a report with errors: 5 or benchmarks: [1] fails its node, named; the module
+# does not crash, and writes its report.
+@pytest.mark.parametrize("changes,words", [({"errors": 5}, "errors is 5"), ({"benchmarks": [1]}, "benchmarks is [1]"),
+                                           ({"benchmarks": {"resnet50": [1]}}, "resnet50 is [1]")])
+def test_malformed_report_fails_its_node(reports, changes, words):
+    tmp_path, run_id = reports
+    path = tmp_path / "nodes" / "lab-1.json"
+    report = json.loads(path.read_text())
+    report.update(changes)
+    path.write_text(json.dumps(report))
+    result = run_module(training_benchmark_report, args(tmp_path, run_id, dest=str(tmp_path / "out"), plot_format="svg"))
+    assert not result.get("failed"), result
+    assert result["verdicts"]["lab-1"]["status"] == "fail"
+    assert any(words in f["message"] for f in result["verdicts"]["lab-1"]["findings"]), result["verdicts"]["lab-1"]
+    assert "lab-1" in (tmp_path / "out" / "fleet.md").read_text()
