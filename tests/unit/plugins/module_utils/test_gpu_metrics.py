@@ -776,3 +776,42 @@ def test_ctypes_value_members_cover_every_nvml_value_type():
     assert ctypes.sizeof(pynvml.c_nvmlFieldValue_t) > 0
     for field, key in gpu_metrics.NVML_FIELDS:
         assert field in [value for name, value in vars(pynvml).items() if name.startswith("NVML_FI_DEV_")], key
+
+
+# Issue 28 item 17: nvidia-smi output that is not UTF-8 (a GPU name, an error message in another
+# encoding) is read with replacement characters; the collector never dies on a UnicodeDecodeError.
+FAKE_SMI = r'''
+import sys
+args = sys.argv[1:]
+if args[0].startswith("--query-gpu="):
+    if MODE == "driver-gone":
+        sys.stderr.buffer.write(b"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver \xff\xfe\n")
+        sys.exit(9)
+    values = {"index": b"0", "uuid": b"GPU-6e1b1b2c-0000-4000-8000-000000000001", "name": b"NVIDIA H200 \xe9\xff",
+              "pci.bus_id": b"00000000:18:00.0", "driver_version": b"580.65.06", "temperature.gpu": b"31"}
+    fields = args[0].split("=", 1)[1].split(",")
+    sys.stdout.buffer.write(b", ".join(values.get(field, b"[N/A]") for field in fields) + b"\n")
+elif args[0].startswith("--query-compute-apps="):
+    sys.stdout.buffer.write(b"00000000:18:00.0 \xff\n")
+'''
+
+
+@pytest.mark.parametrize("mode,up,gpus", [("gpu", 1, 1), ("driver-gone", 0, 0)])
+def test_collector_reads_nvidia_smi_output_that_is_not_utf8(installed, mode, up, gpus):
+    fake = installed["tmp"] / "nvidia-smi"
+    fake.write_text("#!%s\nMODE = %r\n%s" % (sys.executable, mode, FAKE_SMI))
+    fake.chmod(0o755)
+    run = subprocess.run(collector_argv(installed, "--once", "--source", "nvidia-smi", "--nvidia-smi", str(fake),
+                                        "--kernel-log", "none"),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=60, check=False,
+                         env=dict(os.environ, LC_ALL="C"))
+    assert run.returncode == 0, run.stderr
+    assert run.stderr.startswith("source nvidia-smi, up %d, %d GPUs" % (up, gpus)), run.stderr
+    with open(installed["prom"], encoding="utf-8") as handle:
+        text = handle.read()
+    families = parse_exposition(text)
+    assert families["gpucloud_gpu_collector_up"]["samples"] == [({"source": "nvidia-smi"}, float(up))]
+    if gpus:
+        assert families["DCGM_FI_DEV_GPU_TEMP"]["samples"][0][0]["modelName"] == "NVIDIA H200 \ufffd\ufffd"
+    else:
+        assert "couldn't communicate with the NVIDIA driver" in text
