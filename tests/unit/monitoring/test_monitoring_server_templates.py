@@ -277,6 +277,24 @@ def test_webhook_and_email_settings_reach_alertmanager(rendered):
     assert email["receivers"][0]["email_configs"] == [{"to": "gpu-oncall@example.net", "send_resolved": True}]
 
 
+ADDRESSES = "Require scrape addresses without a port"
+# GPU node groups of the refusal cases: {group: {host: its variables}}.
+ADDRESS_GROUPS = {
+    "addr_v4_port": {"gpu-v4-port": {"monitoring_server_target_address": "10.30.1.99:9100"}},
+    "addr_v6_port": {"gpu-v6-port": {"monitoring_server_target_address": "[fd00::99]:9100"}},
+    "addr_v6_brackets": {"gpu-v6-brackets": {"monitoring_server_target_address": "[fd00::99]"}},
+    "addr_host_port": {"gpu-host-port": {"monitoring_server_target_address": "gpu-1.example.net:9100"}},
+    "addr_ansible_host_port": {"gpu-ah-port": {"ansible_host": "10.30.1.7:22"}},
+    "addr_newline": {"gpu-newline": {"monitoring_server_target_address": "10.30.1.99\n"}},
+    "addr_bad_v4": {"gpu-bad-v4": {"monitoring_server_target_address": "10.30.1.999"}},
+    "addr_good": {"gpu-v4": {"monitoring_server_target_address": "10.30.1.99"},
+                  "gpu-v6": {"monitoring_server_target_address": "fd00::9100"},
+                  "gpu-v6-mapped": {"monitoring_server_target_address": "::ffff:10.30.1.9"},
+                  "gpu-name": {"monitoring_server_target_address": "gpu-1.example.net"},
+                  "gpu-ah": {"ansible_host": "10.30.1.8"},
+                  "gpu-plain": {}},
+}
+
 # (case id, settings, task expected to refuse them, words its message must hold, words it must not)
 BAD = [
     ("webhook-without-url", {"monitoring_server_receiver": "webhook"},
@@ -297,6 +315,39 @@ BAD = [
      "Require valid label names", ["monitoring_server_external_labels", "fleet-name"], []),
     ("empty-gpu-group", {"monitoring_server_gpu_nodes_group": "no_such_group"},
      "Require GPU nodes to scrape", ["monitoring_server_gpu_nodes_group", "no_such_group"], []),
+    # Issue 28 item 16: an address that carries a port is refused by name (the role adds the port).
+    ("address-ipv4-port", {"monitoring_server_gpu_nodes_group": "addr_v4_port"}, ADDRESSES,
+     ["monitoring_server_target_address of gpu-v4-port is \"10.30.1.99:9100\"", "without a port"], []),
+    ("address-ipv6-port", {"monitoring_server_gpu_nodes_group": "addr_v6_port"}, ADDRESSES,
+     ["monitoring_server_target_address of gpu-v6-port is \"[fd00::99]:9100\""], []),
+    ("address-ipv6-brackets", {"monitoring_server_gpu_nodes_group": "addr_v6_brackets"}, ADDRESSES,
+     ["monitoring_server_target_address of gpu-v6-brackets is \"[fd00::99]\""], []),
+    ("address-host-port", {"monitoring_server_gpu_nodes_group": "addr_host_port"}, ADDRESSES,
+     ["monitoring_server_target_address of gpu-host-port is \"gpu-1.example.net:9100\""], []),
+    ("address-ansible-host-port", {"monitoring_server_gpu_nodes_group": "addr_ansible_host_port"}, ADDRESSES,
+     ["ansible_host of gpu-ah-port is \"10.30.1.7:22\""], []),
+    ("address-newline", {"monitoring_server_gpu_nodes_group": "addr_newline"}, ADDRESSES,
+     ["monitoring_server_target_address of gpu-newline is \"10.30.1.99\\n\""], []),
+    ("address-bad-ipv4", {"monitoring_server_gpu_nodes_group": "addr_bad_v4"}, ADDRESSES,
+     ["monitoring_server_target_address of gpu-bad-v4 is \"10.30.1.999\""], []),
+    ("addresses-bare", {"monitoring_server_gpu_nodes_group": "addr_good"}, None, [], []),
+    # Issue 28 item 13: every check ends where the string ends ('$' lets a trailing newline through).
+    ("group-by-newline", {"monitoring_server_group_by": ["alertname\n"]},
+     "Require valid label names", ["monitoring_server_group_by"], []),
+    ("external-label-newline", {"monitoring_server_external_labels": {"fleet\n": "x"}},
+     "Require valid label names", ["monitoring_server_external_labels"], []),
+    ("duration-newline", {"monitoring_server_scrape_interval": "15s\n"},
+     "Require Prometheus durations", ["monitoring_server_scrape_interval"], []),
+    ("retention-size-newline", {"monitoring_server_retention_size": "400GB\n"},
+     "Require a TSDB size limit in Prometheus units", ["monitoring_server_retention_size"], []),
+    ("extra-arg-newline", {"monitoring_server_prometheus_extra_args": ["--web.page-title=x\n"]},
+     "Require extra flags as single --flag=value words", ["monitoring_server_prometheus_extra_args"], []),
+    ("external-url-newline", {"monitoring_server_prometheus_external_url": "https://prom.example.net/\n"},
+     "Require http(s) external URLs", ["monitoring_server_prometheus_external_url"], []),
+    ("email-from-newline", {"monitoring_server_receiver": "email", "monitoring_server_email_to": "a@example.net",
+                            "monitoring_server_email_from": "p@example.net\nBcc: x@example.net",
+                            "monitoring_server_email_smarthost": "smtp.example.net:25"},
+     "Require recipient, sender and SMTP relay for the email receiver", ["monitoring_server_email_from"], []),
     ("good", {"monitoring_server_receiver": "email", "monitoring_server_email_to": "a@example.net",
               "monitoring_server_email_from": "p@example.net", "monitoring_server_email_smarthost": "[fd00::25]:25"},
      None, [], []),
@@ -308,7 +359,9 @@ def refusals(tmp_path_factory):
     work = tmp_path_factory.mktemp("monitoring_server_validate")
     plays = [case_play(case_id, "monitoring_server", settings) for case_id, settings, _task, _words, _hidden in BAD]
     inventory = work / "inventory.yml"
-    inventory.write_text(yaml.safe_dump({"all": {"children": {"gpu_nodes": {"hosts": {"gpu-1": {}}}}, "hosts": {
+    children = dict({"gpu_nodes": {"hosts": {"gpu-1": {}}}},
+                    **{group: {"hosts": hosts} for group, hosts in ADDRESS_GROUPS.items()})
+    inventory.write_text(yaml.safe_dump({"all": {"children": children, "hosts": {
         "localhost": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}}))
     return run_cases(work, plays, inventory, env=_env())
 
