@@ -15,14 +15,15 @@ version is not above the lock's. Pure functions; ``ValueError`` for what cannot 
 
 import re
 
-_VARIANT_RE = re.compile(r"^cu(\d+)(\d)$")
-_CUDA_RE = re.compile(r"^(\d+)\.(\d+)")
-_VERSION_RE = re.compile(r"^\d+(\.\d+)*$")
+# Matched with fullmatch: "$" would let a trailing newline (a second pip argument) through.
+_VARIANT_RE = re.compile(r"cu(\d+)(\d)")
+_CUDA_RE = re.compile(r"(\d+)\.(\d+)(?:\.\d+)*")
+_VERSION_RE = re.compile(r"\d+(\.\d+)*")
 
 
 def variant_cuda(variant):
     """(major, minor) of a PyTorch CUDA build name: cu128 -> (12, 8), cu130 -> (13, 0)."""
-    match = _VARIANT_RE.match(variant or "")
+    match = _VARIANT_RE.fullmatch(variant or "")
     if not match:
         raise ValueError("%r is not a PyTorch CUDA build name (cuXYZ, e.g. cu128)" % (variant,))
     return int(match.group(1)), int(match.group(2))
@@ -33,10 +34,10 @@ def torch_variant(lock_cuda, variants):
 
     An empty LOCK_CUDA (a profile without CUDA, the lab) gives "cpu".
     """
-    lock_cuda = str(lock_cuda or "").strip()
-    if not lock_cuda:
+    lock_cuda = str(lock_cuda or "")
+    if not lock_cuda.strip():
         return "cpu"
-    match = _CUDA_RE.match(lock_cuda)
+    match = _CUDA_RE.fullmatch(lock_cuda)
     if not match:
         raise ValueError("the version lock's CUDA %r is not MAJOR.MINOR" % (lock_cuda,))
     wanted = (int(match.group(1)), int(match.group(2)))
@@ -57,7 +58,7 @@ def requirements(torch, torchvision, nvidia_ml_py, variant, torchvision_variant=
     (a wheelhouse that has torch's +cpu build but only PyPI's plain torchvision, the lab).
     """
     for name, value in (("torch", torch), ("torchvision", torchvision), ("nvidia-ml-py", nvidia_ml_py)):
-        if not _VERSION_RE.match(str(value or "")):
+        if not _VERSION_RE.fullmatch(str(value or "")):
             raise ValueError("%s version %r is not a plain release version (e.g. 2.13.0)" % (name, value))
     variant = str(variant or "")
     tv_variant = variant if torchvision_variant in (None, "", "same") else str(torchvision_variant)

@@ -171,6 +171,9 @@ CASES = [
     ("dcgm-without-version", {"gpu_monitoring_gpu_source": "dcgm", "gpu_monitoring_dcgm_version": "",
                               "gpu_monitoring_dcgm_exporter_mode": "container",
                               "gpu_monitoring_dcgm_exporter_image": "r/dcgm-exporter:4"}, DCGM, ['got ""']),
+    # Issue 28 item 13: numbers end where the string ends.
+    ("interval-newline", {"gpu_monitoring_collector_interval": "15\n"}, NUMBERS, ["gpu_monitoring_collector_interval"]),
+    ("gpus-newline", {"gpu_monitoring_gpus_expected": "8\n"}, NUMBERS, ["gpu_monitoring_gpus_expected"]),
 ]
 
 

@@ -83,3 +83,16 @@ def test_torchvision_may_have_another_build():
         "torchvision==0.28.0+cu126"
     with pytest.raises(AnsibleFilterError):
         training_benchmark_requirements("12.8", "2.13.0", "0.28.0", "13.615.71", VARIANTS, "auto", "rocm6")
+
+
+# Issue 28 item 13: versions and build names end where the string ends; a newline would put a
+# second requirement on pip's command line.
+@pytest.mark.parametrize("lock,torch,variant", [
+    ("12.8", "2.13.0\n", "auto"),
+    ("12.8", "2.13.0\n--index-url=http://evil.example", "auto"),
+    ("12.8", "2.13.0", "cu128\n"),
+    ("12.8\n", "2.13.0", "auto"),
+])
+def test_a_trailing_newline_is_refused(lock, torch, variant):
+    with pytest.raises(AnsibleFilterError, match="training_benchmark_cuda"):
+        training_benchmark_requirements(lock, torch, "0.28.0", "13.615.71", VARIANTS, variant)
