@@ -642,7 +642,7 @@ def nccl_ib_hcas(topology, hcas, link_layer, exclude_pattern=None, port=None):
         raise ValueError(
             "link layer must be InfiniBand or Ethernet (the role's infiniband or roce), got %r" % (link_layer,)
         )
-    if port is not None and (isinstance(port, bool) or not re.match(r"^[1-9][0-9]*$", str(port))):
+    if port is not None and (isinstance(port, bool) or not re.fullmatch(r"[1-9][0-9]*", str(port))):
         raise ValueError("port must be a positive integer, got %r" % (port,))
     try:
         exclude = re.compile(exclude_pattern) if exclude_pattern else None

@@ -221,6 +221,8 @@ def test_ibv_devinfo_link_layer_words_are_understood():
     ({"link_layer": "InfiniBand", "port": 0}, "port must be a positive integer"),
     ({"link_layer": "InfiniBand", "port": "1a"}, "port must be a positive integer"),
     ({"link_layer": "InfiniBand", "port": True}, "port must be a positive integer"),
+    # Issue 28 item 13: the port lands in NCCL_IB_HCA (mlx5_0:1); a trailing newline would end nccl.conf's line.
+    ({"link_layer": "InfiniBand", "port": "1\n"}, "port must be a positive integer"),
 ])
 def test_bad_arguments(kwargs, message):
     with pytest.raises(ValueError, match=message):
