@@ -1,3 +1,5 @@
+# shellcheck shell=bash
+# The package, apt source, pin and unit state of a node, as one hash (prepare.yml, side_effect.yml).
 set -o pipefail
 { dpkg-query -W -f='${Package} ${Version} ${db:Status-Abbrev}\n'
   dpkg --get-selections
