@@ -52,9 +52,11 @@ MIG_KEYS = ("strategy", "layout", "profiles")
 COMPUTE_SLICES = 7
 MEMORY_SLICES = 8
 
-_PROFILE_RE = re.compile(r"^(?:(?P<c>[1-9][0-9]*)c\.)?(?P<g>[1-9][0-9]*)g\.(?P<gb>[1-9][0-9]*)gb"
-                         r"(?P<attr>\+me|\+me\.all|\+gfx|-me)?$")
-_DEVICE_ID_RE = re.compile(r"^0x[0-9A-Fa-f]{8}(?::0x[0-9A-Fa-f]{8})?$")
+# Used with fullmatch: "$" would let a trailing newline through into mig-parted's argv and config.
+_PROFILE_RE = re.compile(r"(?:(?P<c>[1-9][0-9]*)c\.)?(?P<g>[1-9][0-9]*)g\.(?P<gb>[1-9][0-9]*)gb"
+                         r"(?P<attr>\+me|\+me\.all|\+gfx|-me)?")
+_DEVICE_ID_RE = re.compile(r"0x[0-9A-Fa-f]{8}(?::0x[0-9A-Fa-f]{8})?")
+_LAYOUT_RE = re.compile(r"all-(?P<profile>.+?)(?P<me>\.me)?")
 
 # family -> {pci device ids, name pattern, profiles: name -> (compute slices, memory slices, max)}
 _FAMILIES = {
@@ -136,7 +138,7 @@ def layout_devices(layout, family):
         return {}
     if layout == "all-balanced":
         return dict(data["balanced"])
-    match = re.match(r"^all-(?P<profile>.+?)(?P<me>\.me)?$", layout or "")
+    match = _LAYOUT_RE.fullmatch(layout) if isinstance(layout, str) else None
     if not match:
         raise MigLayoutError("MIG layout %r is not all-disabled, all-enabled, all-balanced or all-<profile>"
                              % (layout,))
@@ -277,7 +279,7 @@ def _validate_entry(entry, where, family):
         filters = [filters] if isinstance(filters, str) else filters
         if not isinstance(filters, list) or not filters:
             raise MigLayoutError("%s: device-filter must be a device ID or a non-empty list of them" % where)
-        bad = [item for item in filters if not isinstance(item, str) or not _DEVICE_ID_RE.match(item)]
+        bad = [item for item in filters if not isinstance(item, str) or not _DEVICE_ID_RE.fullmatch(item)]
         if bad:
             raise MigLayoutError("%s: device-filter %r is not 0x<8 hex digits> (mig-parted would match no GPU "
                                  "with it and say nothing)" % (where, bad[0]))
@@ -298,7 +300,7 @@ def _validate_entry(entry, where, family):
     if not entry["mig-enabled"] and mig_devices:
         raise MigLayoutError("%s: MIG devices given while mig-enabled is false" % where)
     for profile, count in mig_devices.items():
-        if not isinstance(profile, str) or not _PROFILE_RE.match(profile):
+        if not isinstance(profile, str) or not _PROFILE_RE.fullmatch(profile):
             raise MigLayoutError("%s: %r is not a MIG profile such as 1g.10gb or 1g.10gb+me" % (where, profile))
         if not _is_int(count) or count < 0:
             raise MigLayoutError("%s: the count of %s must be an integer >= 0, got %r" % (where, profile, count))
@@ -345,10 +347,15 @@ def _state(value):
 
 
 def parse_smi_xml(text):
-    """``nvidia-smi -q -x`` -> [{index, name, pci_device_id, family, mig_current, mig_pending, mig_devices}].
+    """``nvidia-smi -q -x`` -> [{index, name, pci_bus_id, uuid, minor_number, pci_device_id, family,
+    mig_current, mig_pending, mig_devices}].
 
-    ``mig_current``/``mig_pending`` are booleans, None where the GPU has no MIG (N/A);
-    ``mig_devices`` is the number of MIG devices listed (0 for "None"); the XML names no profile.
+    ``index`` is nvidia-smi's own: the document order of the ``<gpu>`` elements (PCI bus order),
+    which ``nvidia-smi -i`` and the GPU column of ``nvidia-smi mig -lgi`` use. ``minor_number``
+    (/dev/nvidiaN) is NOT the index: NVIDIA's MIG user guide warns that on A100 systems it may
+    follow another order. ``mig_current``/``mig_pending`` are booleans, None where the GPU has no
+    MIG (N/A); ``mig_devices`` is the number of MIG devices listed (0 for "None"); the XML names
+    no profile.
     """
     try:
         root = ET.fromstring(text or "")
@@ -360,8 +367,11 @@ def parse_smi_xml(text):
         pci = (gpu.findtext("pci/pci_device_id") or "").strip()
         name = (gpu.findtext("product_name") or "").strip()
         gpus.append({
-            "index": int(minor) if minor.isdigit() else number,
+            "index": number,
             "name": name,
+            "pci_bus_id": (gpu.findtext("pci/pci_bus_id") or gpu.get("id") or "").strip() or None,
+            "uuid": (gpu.findtext("uuid") or "").strip() or None,
+            "minor_number": int(minor) if minor.isdigit() else None,
             "pci_device_id": pci,
             "family": family_of(name, pci),
             "mig_current": _state(gpu.findtext("mig_mode/current_mig")),
@@ -490,7 +500,7 @@ def plan_nvidia_smi(judged, lgip=None):
 
 
 def _slices(profile):
-    match = _PROFILE_RE.match(profile)
+    match = _PROFILE_RE.fullmatch(profile)
     return int(match.group("g")) if match else 0
 
 

@@ -235,7 +235,9 @@ def test_parsers_refuse_what_is_not_their_table():
 
 def test_parse_smi_xml_h200_mig_disabled():
     gpus = m.parse_smi_xml(fixture_text(H200_XML))
-    assert gpus == [{"index": 0, "name": "NVIDIA H200", "pci_device_id": "233510DE", "family": "H200-141GB",
+    assert gpus == [{"index": 0, "name": "NVIDIA H200", "pci_bus_id": "00000000:00:06.0",
+                     "uuid": "GPU-4fc604de-9030-742c-d69f-594418e871d5", "minor_number": 0,
+                     "pci_device_id": "233510DE", "family": "H200-141GB",
                      "mig_current": False, "mig_pending": False, "mig_devices": 0}]
 
 
@@ -383,3 +385,53 @@ def test_ensure_with_mig_parted_runs_apply():
     result = m.ensure(host, H200_MIG, tool="mig-parted", config_file="/etc/gpucloud/mig-parted.yaml",
                       config_name="all-3g.71gb", check_mode=True)
     assert result["commands"] == ["nvidia-mig-parted apply -f /etc/gpucloud/mig-parted.yaml -c all-3g.71gb"]
+
+
+# --- GPU identity: nvidia-smi's index, not the minor number (issue 28 item 7) ---------------------
+
+PERMUTED_XML = "derived/h200-4gpu-minor-permuted-q-x.xml"
+H200_ALL_3G = {"name": "h200_mig", "gpu_model": "H200", "mig": {"strategy": "single", "layout": "all-3g.71gb"}}
+
+
+def test_parse_smi_xml_indexes_follow_nvidia_smis_order_not_minor_numbers():
+    gpus = m.parse_smi_xml(fixture_text(PERMUTED_XML))
+    # Document order is nvidia-smi's index order (PCI bus order); the minor numbers are 2, 3, 0, 1.
+    assert [gpu["index"] for gpu in gpus] == [0, 1, 2, 3]
+    assert [gpu["pci_bus_id"] for gpu in gpus] == ["00000000:18:00.0", "00000000:2A:00.0",
+                                                   "00000000:3A:00.0", "00000000:5D:00.0"]
+    assert [gpu["minor_number"] for gpu in gpus] == [2, 3, 0, 1]
+    assert [gpu["mig_current"] for gpu in gpus] == [True, False, True, True]
+
+
+def test_mig_commands_target_the_gpu_nvidia_smi_calls_by_that_index():
+    gpus = m.parse_smi_xml(fixture_text(PERMUTED_XML))
+    judged = m.compare(H200_ALL_3G, gpus, [])
+    bad = [gpu["index"] for gpu in judged["gpus"] if gpu["mode_change"]]
+    assert bad == [1]
+    lgip = [dict(row, gpu=i) for i in range(4) for row in m.parse_lgip(fixture_text(H200_LGIP))]
+    plan = m.plan_nvidia_smi(judged, lgip)
+    # The GPU with MIG off is nvidia-smi's GPU 1 (bus 2A, minor 3): the mode command names 1,
+    # and the instances go to 0, 2 and 3 as nvidia-smi numbers them (its -lgi "GPU" column).
+    assert ["nvidia-smi", "-i", "1", "-mig", "1"] in plan
+    assert ["nvidia-smi", "-i", "3", "-mig", "1"] not in plan
+    made = sorted(argv[3] for argv in plan if "-cgi" in argv)
+    assert made == ["0", "2", "3"]
+
+
+# --- end anchors: a trailing newline is not part of a valid name ----------------------------------
+
+@pytest.mark.parametrize("layout", ["all-1g.10gb\n", "all-1g.10gb.me\n", "all-balanced\n", "all-enabled\n"])
+def test_layout_names_with_a_trailing_newline_are_refused(layout):
+    with pytest.raises(m.MigLayoutError):
+        m.layout_devices(layout, "A100-80GB")
+    with pytest.raises(m.MigLayoutError):
+        m.desired_layout({"name": "p", "mig": {"strategy": "single", "layout": layout}}, "A100-80GB")
+
+
+@pytest.mark.parametrize("entry", [
+    {"devices": "all", "mig-enabled": True, "mig-devices": {"1g.10gb\n": 7}},
+    {"devices": "all", "mig-enabled": True, "mig-devices": {"1g.10gb": 7}, "device-filter": "0x20B510DE\n"},
+])
+def test_config_fields_with_a_trailing_newline_are_refused(entry):
+    with pytest.raises(m.MigLayoutError):
+        m.validate_mig_parted_config({"version": "v1", "mig-configs": {"all-1g.10gb": [entry]}})

@@ -310,3 +310,10 @@ def test_idle_pcie_cards_narrow_their_link():
     gpu = parse_smi_q(fixture_text(*L4_Q))["gpus"][0]
     assert gpu["idle"] is True
     assert gpu["pcie"] == {"gen": 1, "gen_max": 4, "gen_device_max": 4, "width": 8, "width_max": 16}
+
+
+def test_indexes_are_nvidia_smis_order_not_minor_numbers():
+    """A host whose minor numbers are 2, 3, 0, 1 (derived from the H200 capture, see its .source)."""
+    parsed = parse_smi_xml(fixture_text("derived", "h200-4gpu-minor-permuted-q-x.xml"))
+    assert [(gpu["index"], gpu["pci_bus_id"]) for gpu in parsed["gpus"]] == [
+        (0, "00000000:18:00.0"), (1, "00000000:2A:00.0"), (2, "00000000:3A:00.0"), (3, "00000000:5D:00.0")]
