@@ -17,6 +17,7 @@ import yaml
 from ansible_collections.gpucloud.fleet.plugins.plugin_utils import device_plugin_config as dpc
 from ansible_collections.gpucloud.fleet.tests.unit.k8s.k8s_cases import ROOT, example_profiles, load_schema, variant_profiles
 
+
 def _ecma_pattern(validator, pattern, instance, _schema):
     """JSON Schema patterns are ECMA-262 regular expressions, whose final '$' ends the string; Python's
     '$' also matches before a final newline, so jsonschema's own check lets 'nvidia.com/gpu\\n' through."""

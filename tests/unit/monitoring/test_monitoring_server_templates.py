@@ -405,17 +405,17 @@ def test_address_patterns_agree_with_python_ipaddress():
     samples = ["::", "::1", "1::", "fd00::9100", "10.30.1.99:9100", "[fd00::1]:9100", "gpu1:9100", "::ffff:10.0.0.1",
                "1:2:3:4:5:6:7:8", "1:2:3:4:5:6:7:8:9", "1::2::3", "1:2:3:4:5:6:1.2.3.4", "1::1.2.3.4", "fe80::1%eth0",
                "01.2.3.4", "1.2.3.4\n", "::1\n", "10.30.1.999", "255.255.255.255", "256.1.1.1"]
-    for _ in range(20000):
-        parts = [format(rng.randint(0, 0xffff), "x")[:rng.randint(1, 4)] for _ in range(rng.randint(0, 8))]
+    for _round in range(20000):
+        parts = [format(rng.randint(0, 0xffff), "x")[:rng.randint(1, 4)] for _group in range(rng.randint(0, 8))]
         text = ":".join(parts)
         if parts and rng.random() < 0.5:
             cut = rng.randint(0, len(parts))
             text = ":".join(parts[:cut]) + "::" + ":".join(parts[cut:])
         if rng.random() < 0.2:
-            text += ":" + ".".join(str(rng.randint(0, 300)) for _ in range(4))
+            text += ":" + ".".join(str(rng.randint(0, 300)) for _octet in range(4))
         samples.append(text)
         samples.append(".".join(str(rng.choice([rng.randint(0, 300), "0%d" % rng.randint(0, 9)]))
-                                for _ in range(rng.randint(3, 5))))
+                                for _octet in range(rng.randint(3, 5))))
     wrong = [(kind, text) for text in samples for kind, pattern in ((4, ipv4), (6, ipv6))
              if bool(pattern.match(text)) != _is_address(kind, text)]
     assert wrong == []
