@@ -56,6 +56,7 @@ Where we differ, on purpose:
 
 
 import copy
+import itertools
 import json
 import math
 import re
@@ -69,6 +70,9 @@ except ImportError:  # Python < 3.11: the tomli backport has the same API
         tomllib = None
 
 HAS_TOMLLIB = tomllib is not None
+# The distribution package of the backport where the node's Python has no tomllib (Ubuntu
+# 22.04's Python 3.10: python3-tomli 1.2.2 in jammy's universe; Debian 12 and later have 3.11).
+TOMLI_PACKAGE = "python3-tomli"
 
 NVIDIA_RUNTIME = "nvidia"
 DEFAULT_RUNTIME_PATH = "/usr/bin/nvidia-container-runtime"
@@ -77,6 +81,9 @@ DEFAULT_RUNTIME_TYPE = "io.containerd.runc.v2"
 CRI_PLUGINS = {2: "io.containerd.grpc.v1.cri", 3: "io.containerd.cri.v1.runtime"}
 # Runtimes whose table the nvidia runtime copies, after the default runtime (engine.go 50-63).
 LOW_LEVEL_RUNTIMES = ("runc", "crun")
+
+# Keys whose values are registry credentials (containerd's registry.configs.<host>.auth).
+SECRET_KEYS = frozenset(("password", "auth", "identitytoken", "registrytoken"))
 
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 _MISSING = object()
@@ -107,7 +114,11 @@ class _Statement(object):
 
 def _require_toml():
     if not HAS_TOMLLIB:
-        raise ValueError("reading containerd's config needs tomllib (Python 3.11+) or the tomli package")
+        raise ValueError(
+            "reading containerd's config needs tomllib (Python 3.11+) or the tomli backport, and this "
+            "Python has neither: install the %s package on the node (Ubuntu 22.04: universe; "
+            "gpucloud.fleet.container_runtime installs it), or run the module with Python 3.11 or later"
+            % TOMLI_PACKAGE)
 
 
 def _loads(text, what):
@@ -116,6 +127,8 @@ def _loads(text, what):
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ValueError("%s is not valid TOML: %s" % (what, exc)) from exc
+    except RecursionError:
+        raise ValueError("%s nests arrays or inline tables too deeply to be read" % what) from None
 
 
 class _Scanner(object):
@@ -278,19 +291,17 @@ class _Scanner(object):
 
 
 def _blocks(statements):
-    """(header, first statement index, end offset) of each table, without its trailing blank lines."""
+    """(header, first statement index, end offset) of each table, without its trailing blank lines.
+
+    One pass over the statements: a table ends at its last key before the next header.
+    """
     blocks = []
     for index, statement in enumerate(statements):
-        if statement.kind != "header":
-            continue
-        end = statement.end
-        for following in statements[index + 1:]:
-            if following.kind == "header":
-                break
-            if following.kind == "keyval":
-                end = following.end
-        blocks.append((statement, index, end))
-    return blocks
+        if statement.kind == "header":
+            blocks.append([statement, index, statement.end])
+        elif statement.kind == "keyval" and blocks:
+            blocks[-1][2] = statement.end
+    return [tuple(block) for block in blocks]
 
 
 def _render_key(part, quote):
@@ -330,6 +341,12 @@ def _render_value(value, quote):
 
 def _render_table(path, table, indent, quote, step="  "):
     """A table and its sub-tables as TOML text: keys before sub-tables, blank line between."""
+    parts = []
+    _render_table_into(parts, path, table, indent, quote, step)
+    return "\n".join(parts)
+
+
+def _render_table_into(parts, path, table, indent, quote, step):
     header = "[%s]" % ".".join(_render_key(part, quote) for part in path)
     lines = [indent + header]
     subtables = []
@@ -338,10 +355,9 @@ def _render_table(path, table, indent, quote, step="  "):
             subtables.append((key, value))
         else:
             lines.append("%s%s%s = %s" % (indent, step, _render_key(key, quote), _render_value(value, quote)))
-    text = "\n".join(lines) + "\n"
+    parts.append("\n".join(lines) + "\n")
     for key, value in subtables:
-        text += "\n" + _render_table(path + (key,), value, indent + step, quote, step)
-    return text
+        _render_table_into(parts, path + (key,), value, indent + step, quote, step)
 
 
 def _get(document, path):
@@ -397,7 +413,7 @@ def _config_version(document, what):
             "(containerd-config.toml(5)); only version 2 (containerd 1.x) and 3 (containerd 2.x) "
             "are handled: write 'containerd config default' to it and apply your changes again" % what)
     version = document["version"]
-    if isinstance(version, bool) or version not in CRI_PLUGINS:
+    if type(version) is not int or version not in CRI_PLUGINS:
         raise ValueError("%s: version = %r; only version 2 (containerd 1.x) and 3 (containerd 2.x) "
                          "are handled" % (what, version))
     return version
@@ -416,6 +432,61 @@ def _source_runtime(runtimes, default_name, what, runtimes_path):
         "names runtimes without runc leaves runc out of containerd 1.6/1.7's effective config "
         "(measured with containerd config dump), so start from 'containerd config default'"
         % (what, ", ".join(candidates), _dotted(runtimes_path)))
+
+
+def _type_name(value):
+    return {dict: "table", list: "array", str: "string", bool: "boolean", int: "integer",
+            float: "float"}.get(type(value), "date/time")
+
+
+def _check_types(document, table_paths, containerd_path, what):
+    """Refuse, by name, a key the edit relies on that has the wrong TOML type."""
+    imports = document.get("imports", [])
+    if not isinstance(imports, list) or not all(isinstance(item, str) for item in imports):
+        raise ValueError("%s: imports must be an array of file paths (strings), got %s"
+                         % (what, json.dumps(imports, default=str)))
+    plugins = document.get("plugins", {})
+    if not isinstance(plugins, dict):
+        raise ValueError("%s: plugins is a %s, not a table" % (what, _type_name(plugins)))
+    for path in table_paths:
+        for depth in range(2, len(path) + 1):
+            value = _get(document, path[:depth])
+            if value is not None and not isinstance(value, dict):
+                raise ValueError("%s: %s is a %s, not a table" % (what, _dotted(path[:depth]), _type_name(value)))
+    default_name = _get(document, containerd_path + ("default_runtime_name",))
+    if default_name is not None and not isinstance(default_name, str):
+        raise ValueError("%s: %s is a %s, not a runtime's name" % (
+            what, _dotted(containerd_path + ("default_runtime_name",)), _type_name(default_name)))
+
+
+def _merge(base, override):
+    """base with override's keys on top, tables merged key by key."""
+    merged = copy.deepcopy(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+def _merged_runtime(existing, desired, runtime_path, what, runtimes_path):
+    """The nvidia runtime that is there, with what it needs from the copy (see plan_nvidia_runtime)."""
+    binary = existing.get("options", {}).get("BinaryName")
+    if binary not in (None, "", runtime_path):
+        raise ValueError(
+            "%s: runtime %s already runs %s (%s.options.BinaryName; a GPU Operator installs its own), not %s; "
+            "it is left alone: set replace_runtime (container_runtime_containerd_replace_nvidia) to replace it "
+            "with a copy of runc running %s" % (what, NVIDIA_RUNTIME, json.dumps(binary, default=str),
+                                                 _dotted(runtimes_path + (NVIDIA_RUNTIME,)),
+                                                 json.dumps(runtime_path), json.dumps(runtime_path)))
+    merged = _merge(desired, existing)
+    merged["options"]["BinaryName"] = runtime_path
+    if "SystemdCgroup" in desired["options"]:
+        merged["options"]["SystemdCgroup"] = desired["options"]["SystemdCgroup"]
+    if not merged.get("runtime_type"):
+        merged["runtime_type"] = DEFAULT_RUNTIME_TYPE
+    return merged
 
 
 def _desired_runtime(source_table, runtime_path, what, source_name):
@@ -466,7 +537,7 @@ def _set_key_edits(text, statements, blocks, table_path, key, value, quote, what
     for header, index, _end in blocks:
         if header.path == table_path and not header.array:
             indent = header.indent + "  "
-            for following in statements[index + 1:]:
+            for following in itertools.islice(statements, index + 1, None):
                 if following.kind == "header":
                     break
                 if following.kind == "keyval":
@@ -485,7 +556,21 @@ def _set_key_edits(text, statements, blocks, table_path, key, value, quote, what
 
 
 def plan_nvidia_runtime(current_text, set_as_default=False, runtime_path=DEFAULT_RUNTIME_PATH,
-                        enable_cdi=False, default_text=None, containerd_version=None):
+                        enable_cdi=False, default_text=None, containerd_version=None, replace_runtime=False):
+    """Plan the edit of containerd's config file that adds the ``nvidia`` runtime.
+
+    See _plan_nvidia_runtime for the arguments and the result. Input nested so deeply that
+    Python's recursion limit is reached is refused with a ValueError, as any other bad input.
+    """
+    try:
+        return _plan_nvidia_runtime(current_text, set_as_default, runtime_path, enable_cdi, default_text,
+                                    containerd_version, replace_runtime)
+    except RecursionError:
+        raise ValueError("current_text nests tables, arrays or inline tables too deeply to be handled") from None
+
+
+def _plan_nvidia_runtime(current_text, set_as_default, runtime_path, enable_cdi, default_text,
+                         containerd_version, replace_runtime):
     """Plan the edit of containerd's config file that adds the ``nvidia`` runtime.
 
     current_text: the file's text; None or blank (whitespace and comments only) means
@@ -499,6 +584,12 @@ def plan_nvidia_runtime(current_text, set_as_default=False, runtime_path=DEFAULT
     default runtime's table is added beside nvidia's).
     containerd_version: the host's containerd version (``1.7.24``), optional; when given,
     a version 3 file on containerd 1.x and CDI on containerd 1.6 are refused.
+    replace_runtime: an ``nvidia`` runtime that is already there keeps its own settings
+    (``privileged_without_host_devices``, ``pod_annotations``, ...), runc's fill what it
+    lacks, runc's ``options.SystemdCgroup`` (the node's cgroup driver) and our
+    ``options.BinaryName`` are set. One that runs another binary (a GPU Operator's
+    ``BinaryName``) is refused by name unless replace_runtime is true; then the whole table
+    is replaced with the copy of runc, as nvidia-ctk does.
 
     Returns a dict: text (the new file), changed, summary (list of short lines),
     config_version, cri_plugin, source_runtime (the runtime copied), imports (files the
@@ -508,6 +599,8 @@ def plan_nvidia_runtime(current_text, set_as_default=False, runtime_path=DEFAULT
         raise ValueError("set_as_default must be true or false, got %r" % (set_as_default,))
     if not isinstance(enable_cdi, bool):
         raise ValueError("enable_cdi must be true or false, got %r" % (enable_cdi,))
+    if not isinstance(replace_runtime, bool):
+        raise ValueError("replace_runtime must be true or false, got %r" % (replace_runtime,))
     if not isinstance(runtime_path, str) or not runtime_path.startswith("/") or "\n" in runtime_path:
         raise ValueError("runtime_path must be an absolute path, got %r" % (runtime_path,))
     if current_text is not None and not isinstance(current_text, str):
@@ -543,6 +636,8 @@ def plan_nvidia_runtime(current_text, set_as_default=False, runtime_path=DEFAULT
     runtimes_path = containerd_path + ("runtimes",)
     nvidia_path = runtimes_path + (NVIDIA_RUNTIME,)
 
+    _check_types(document, (cri_path, containerd_path, runtimes_path, nvidia_path, nvidia_path + ("options",)),
+                 containerd_path, what)
     runtimes = _get(document, runtimes_path)
     if not isinstance(runtimes, dict):
         runtimes = {}
@@ -570,7 +665,10 @@ def plan_nvidia_runtime(current_text, set_as_default=False, runtime_path=DEFAULT
         restored = copy.deepcopy(default_runtimes[source])
         runtimes = dict(runtimes)
         runtimes[source] = restored
+    existing = runtimes.get(NVIDIA_RUNTIME)
     desired = _desired_runtime(runtimes[source], runtime_path, what, source)
+    if existing is not None and not replace_runtime:
+        desired = _merged_runtime(existing, desired, runtime_path, what, runtimes_path)
 
     statements = _Scanner(base, what).statements()
     blocks = _blocks(statements)
@@ -578,7 +676,6 @@ def plan_nvidia_runtime(current_text, set_as_default=False, runtime_path=DEFAULT
     edits = []
     expected = copy.deepcopy(document)
 
-    existing = runtimes.get(NVIDIA_RUNTIME)
     restore_path = runtimes_path + (source,)
 
     def restore_text(indent):
@@ -597,6 +694,17 @@ def plan_nvidia_runtime(current_text, set_as_default=False, runtime_path=DEFAULT
     if existing != desired:
         nvidia_blocks = [(header, end) for header, _index, end in blocks
                          if header.path[:len(nvidia_path)] == nvidia_path]
+        # Neighbouring nvidia tables (only blank lines or comments between them) go as one:
+        # a table is a neighbour of the previous one when no other table comes between.
+        spans = []
+        previous_nvidia = False
+        for header, _index, end in blocks:
+            inside = header.path[:len(nvidia_path)] == nvidia_path
+            if inside and previous_nvidia:
+                spans[-1][1] = end
+            elif inside:
+                spans.append([header.start, end])
+            previous_nvidia = inside
         for statement in statements:
             inside = statement.path[:len(nvidia_path)] == nvidia_path
             if statement.kind == "keyval" and statement.path == nvidia_path:
@@ -614,22 +722,18 @@ def plan_nvidia_runtime(current_text, set_as_default=False, runtime_path=DEFAULT
         if nvidia_blocks:
             indent = nvidia_blocks[0][0].indent
             rendered = _render_table(nvidia_path, desired, indent, quote)
-            # Neighbouring nvidia tables (only blank lines or comments between them) go as one.
-            spans = []
-            for header, end in nvidia_blocks:
-                between = [statement for statement in statements
-                           if spans and spans[-1][1] <= statement.start < header.start]
-                if spans and all(statement.kind == "other" for statement in between):
-                    spans[-1][1] = end
-                else:
-                    spans.append([header.start, end])
             for number, (start, end) in enumerate(spans):
                 edits.append(_Edit(start, end, restore_text(indent) + rendered if number == 0 else ""))
             before, after = _flatten(existing or {}), _flatten(desired)
             changed_keys = sorted(_dotted(key) for key in set(before) | set(after)
                                   if before.get(key, _MISSING) != after.get(key, _MISSING))
-            summary.append("replaced runtime %s (a copy of %s with options.BinaryName = %s); changed: %s"
-                           % (NVIDIA_RUNTIME, source, json.dumps(runtime_path), ", ".join(changed_keys)))
+            if replace_runtime:
+                summary.append("replaced runtime %s (a copy of %s with options.BinaryName = %s); changed: %s"
+                               % (NVIDIA_RUNTIME, source, json.dumps(runtime_path), ", ".join(changed_keys)))
+            else:
+                summary.append("updated runtime %s (its own settings kept; %s's fill the gaps, %s's "
+                               "options.SystemdCgroup, options.BinaryName = %s); changed: %s"
+                               % (NVIDIA_RUNTIME, source, source, json.dumps(runtime_path), ", ".join(changed_keys)))
         else:
             anchors = source_blocks or [(header, end) for header, _index, end in blocks
                                         if header.path[:len(runtimes_path)] == runtimes_path]
@@ -671,7 +775,7 @@ def plan_nvidia_runtime(current_text, set_as_default=False, runtime_path=DEFAULT
     if result != expected:
         raise ValueError("%s: the planned edit would change more than the nvidia runtime, "
                          "default_runtime_name and enable_cdi; the file must be edited by hand" % what)
-    imports = document.get("imports") or []
+    imports = document.get("imports", [])
     return {
         "text": text,
         "changed": text != original,
@@ -679,8 +783,41 @@ def plan_nvidia_runtime(current_text, set_as_default=False, runtime_path=DEFAULT
         "config_version": version,
         "cri_plugin": cri,
         "source_runtime": source,
-        "imports": list(imports) if isinstance(imports, list) else [imports],
+        "imports": list(imports),
     }
+
+
+def redact_secrets(text, what="the file"):
+    """text with the value of every credential key replaced by "(redacted)", for a diff.
+
+    containerd keeps registry credentials in its config (``registry.configs.<host>.auth``:
+    ``password``, ``auth``, ``identitytoken``, and ``registrytoken`` in the CRI plugin's
+    config). A key with one of those names (any case, any table, dotted or not) loses its
+    value, and so does an array or inline table holding one. Comments and every other byte
+    stay. Raises ValueError when text is not valid TOML.
+    """
+    if not text:
+        return text
+    _loads(text, what)
+    edits = []
+    for statement in _Scanner(text, what).statements():
+        if statement.kind != "keyval":
+            continue
+        value_text = text[statement.value_start:statement.value_end]
+        secret = statement.path[-1].lower() in SECRET_KEYS
+        if not secret and value_text[:1] in ("[", "{"):
+            secret = _holds_secret(tomllib.loads("v = " + value_text)["v"])
+        if secret:
+            edits.append(_Edit(statement.value_start, statement.value_end, '"(redacted)"'))
+    return _apply(text, edits)
+
+
+def _holds_secret(value):
+    if isinstance(value, dict):
+        return any(key.lower() in SECRET_KEYS or _holds_secret(item) for key, item in value.items())
+    if isinstance(value, list):
+        return any(_holds_secret(item) for item in value)
+    return False
 
 
 def cri_tables_in_imports(imported, cri_plugin):

@@ -430,11 +430,16 @@ def test_implicit_tables_get_headers_parent_first():
 
 # --- An nvidia runtime that is already there ---------------------------------------------------
 
-def test_stale_nvidia_runtime_is_replaced_where_it_is():
+def test_nvidia_runtime_running_another_binary_is_refused_unless_replaced():
+    """Issue 28 item 14: a GPU Operator's BinaryName is not overwritten silently."""
     first = plan_nvidia_runtime(default_text("1.7.24"))["text"]
     stale = first.replace('BinaryName = "/usr/bin/nvidia-container-runtime"',
-                          'BinaryName = "/usr/local/bin/nvidia-container-runtime"  # old toolkit')
-    plan = plan_nvidia_runtime(stale)
+                          'BinaryName = "/usr/local/nvidia/toolkit/nvidia-container-runtime"  # GPU Operator')
+    with pytest.raises(ValueError, match=r'current_text: runtime nvidia already runs '
+                       r'"/usr/local/nvidia/toolkit/nvidia-container-runtime" .*set replace_runtime '
+                       r'\(container_runtime_containerd_replace_nvidia\)'):
+        plan_nvidia_runtime(stale)
+    plan = plan_nvidia_runtime(stale, replace_runtime=True)
     assert plan["text"] == first
     assert plan["summary"] == [
         'replaced runtime nvidia (a copy of runc with options.BinaryName = "/usr/bin/nvidia-container-runtime"); '
@@ -450,18 +455,39 @@ def test_nvidia_runtime_follows_runc_options():
     assert plan["summary"][0].endswith("changed: options.SystemdCgroup")
 
 
-def test_hand_written_nvidia_runtime_gets_the_copy():
+def test_hand_written_nvidia_runtime_keeps_its_options():
+    """Issue 28 item 14: the operator's options stay; runc's fill the gaps."""
     text = docs_text("runtime-classes-1.x") + (
         '    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]\n'
         '      runtime_type = "io.containerd.runc.v2"\n'
         '      privileged_without_host_devices = true\n'
+        '      pod_annotations = ["nvidia.com/*"]\n'
         '      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia.options]\n'
         '        BinaryName = "/usr/bin/nvidia-container-runtime"\n')
     plan = plan_nvidia_runtime(text)
+    assert plan["changed"] is False and plan["summary"] == []
+    operator = default_text("1.7.24").replace(
+        '        [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]\n',
+        '        [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]\n'
+        '          privileged_without_host_devices = true\n'
+        '          pod_annotations = ["nvidia.com/*"]\n'
+        '          [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia.options]\n'
+        '            SystemdCgroup = true\n\n'
+        '        [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]\n')
+    plan = plan_nvidia_runtime(operator)
     runtimes = get(tomllib.loads(plan["text"]), *V2)["containerd"]["runtimes"]
-    assert runtimes["nvidia"] == {"runtime_type": "io.containerd.runc.v2",
-                                  "options": {"BinaryName": "/usr/bin/nvidia-container-runtime"}}
-    assert plan["summary"][0].endswith("changed: privileged_without_host_devices")
+    runc = runtimes["runc"]
+    assert runtimes["nvidia"]["privileged_without_host_devices"] is True
+    assert runtimes["nvidia"]["pod_annotations"] == ["nvidia.com/*"]
+    assert runtimes["nvidia"]["options"]["BinaryName"] == DEFAULT_RUNTIME_PATH
+    # The node's cgroup driver is runc's; every other runc setting fills what nvidia lacked.
+    assert runtimes["nvidia"]["options"]["SystemdCgroup"] is runc["options"]["SystemdCgroup"] is False
+    assert runtimes["nvidia"]["runtime_type"] == runc["runtime_type"]
+    assert runtimes["nvidia"]["options"]["Root"] == runc["options"]["Root"]
+    assert plan["summary"][0].startswith("updated runtime nvidia (its own settings kept")
+    assert plan_nvidia_runtime(plan["text"])["changed"] is False
+    replaced = get(tomllib.loads(plan_nvidia_runtime(operator, replace_runtime=True)["text"]), *V2)
+    assert replaced["containerd"]["runtimes"]["nvidia"]["privileged_without_host_devices"] is False
 
 
 @pytest.mark.parametrize("tail,message", [
