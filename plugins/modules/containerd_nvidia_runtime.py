@@ -34,12 +34,26 @@ attributes:
     description: Plans the edit and reports it (RV(summary), diff) without writing.
   diff_mode:
     support: full
-    description: The whole file before and after.
+    description:
+      - The whole file before and after, with the value of every registry credential (C(password),
+        C(auth), C(identitytoken), C(registrytoken), and arrays or inline tables holding one)
+        replaced by C((redacted)).
 options:
   path:
-    description: containerd's main config file.
+    description:
+      - containerd's main config file. A symbolic link is followed and its target written (the new
+        file is renamed into the target's folder), so the link stays a link.
     type: path
     default: /etc/containerd/config.toml
+  replace_runtime:
+    description:
+      - An C(nvidia) runtime that is already there keeps its own settings (C(privileged_without_host_devices),
+        C(pod_annotations), ...); C(runc)'s fill what it lacks, and C(options.SystemdCgroup) (the node's
+        cgroup driver, from C(runc)) and C(options.BinaryName) (O(runtime_path)) are set.
+      - One whose C(options.BinaryName) is another binary (a GPU Operator's) is refused by name unless
+        V(true); V(true) replaces the whole table with the copy of C(runc), as C(nvidia-ctk) does.
+    type: bool
+    default: false
   default_config:
     description:
       - The host's C(containerd config default) output. Used only when O(path) is missing
@@ -77,7 +91,8 @@ options:
     choices: [fail, warn]
     default: fail
 requirements:
-  - Python 3.11 on the managed host (C(tomllib)), or the C(tomli) package.
+  - Python 3.11 on the managed host (C(tomllib)), or the C(tomli) backport (Ubuntu 22.04 - C(python3-tomli)
+    from universe, which gpucloud.fleet.container_runtime installs).
 notes:
   - containerd reads its config only at start; restart it when the module reports a change. A
     restart leaves running containers and pods alive (their shims keep them); see
@@ -153,16 +168,21 @@ from ansible.module_utils.common.text.converters import to_bytes, to_text
 from ansible_collections.gpucloud.fleet.plugins.module_utils.containerd_config import (
     cri_tables_in_imports,
     plan_nvidia_runtime,
+    redact_secrets,
 )
 
 
 def read_config(path):
-    """The file's text, or None when it does not exist."""
+    """The file's text, or None when it does not exist; ValueError when it cannot be read."""
+    if os.path.isdir(path):
+        raise ValueError("%s is a directory, not a config file" % path)
     try:
         with open(path, "rb") as handle:
             return to_text(handle.read(), errors="surrogate_or_strict")
     except FileNotFoundError:
         return None
+    except OSError as exc:
+        raise ValueError("%s cannot be read: %s" % (path, exc.strerror or exc)) from exc
 
 
 def read_imports(path, patterns):
@@ -178,19 +198,33 @@ def read_imports(path, patterns):
 
 
 def write_config(module, path, text, existed):
-    directory = os.path.dirname(path)
+    # A symlinked config (managed elsewhere, e.g. /etc/containerd/config.toml -> a shared
+    # folder) is written through: renaming over the link would leave its target stale.
+    target = os.path.realpath(path)
+    directory = os.path.dirname(target)
     if not os.path.isdir(directory):
         os.makedirs(directory, 0o755)
-    temporary = os.path.join(directory, ".%s.gpucloud-tmp" % os.path.basename(path))
+    temporary = os.path.join(directory, ".%s.gpucloud-tmp" % os.path.basename(target))
     with open(temporary, "wb") as handle:
         handle.write(to_bytes(text))
     if existed:
-        stat = os.stat(path)
+        stat = os.stat(target)
         os.chmod(temporary, stat.st_mode & 0o7777)
         os.chown(temporary, stat.st_uid, stat.st_gid)
     else:
         os.chmod(temporary, 0o644)
-    module.atomic_move(temporary, path)
+    module.atomic_move(temporary, target)
+
+
+def redacted_diff(path, current, after):
+    """The diff with registry credentials redacted; an empty diff when the text cannot be read as TOML."""
+    header = path if current is not None else "%s (absent)" % path
+    try:
+        return {"before": redact_secrets(current or "", path), "after": redact_secrets(after, path),
+                "before_header": header, "after_header": path}
+    except ValueError:
+        return {"before": "", "after": "", "before_header": "%s (diff withheld: not TOML)" % path,
+                "after_header": path}
 
 
 def main():
@@ -203,12 +237,13 @@ def main():
             enable_cdi=dict(type="bool", default=False),
             runtime_path=dict(type="path", default="/usr/bin/nvidia-container-runtime"),
             cri_imports=dict(type="str", default="fail", choices=["fail", "warn"]),
+            replace_runtime=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )
     path = module.params["path"]
-    current = read_config(path)
     try:
+        current = read_config(path)
         plan = plan_nvidia_runtime(
             current,
             set_as_default=module.params["set_as_default"],
@@ -216,10 +251,11 @@ def main():
             enable_cdi=module.params["enable_cdi"],
             default_text=module.params["default_config"],
             containerd_version=module.params["containerd_version"],
+            replace_runtime=module.params["replace_runtime"],
         )
         overriding = cri_tables_in_imports(read_imports(path, plan["imports"]), plan["cri_plugin"])
     except ValueError as exc:
-        module.fail_json(msg="%s: %s" % (path, exc))
+        module.fail_json(msg="%s: %s" % (path, exc) if not str(exc).startswith(path) else str(exc))
     if overriding:
         message = ("%s imports %s, which hold(s) CRI plugin tables (%s): on containerd 1.6/1.7 an imported "
                    "CRI table replaces the main file's whole CRI section, so the nvidia runtime (and runc) "
@@ -240,8 +276,7 @@ def main():
         source_runtime=plan["source_runtime"],
         imports=plan["imports"],
         cri_imports=overriding,
-        diff={"before": current or "", "after": plan["text"],
-              "before_header": path if current is not None else "%s (absent)" % path, "after_header": path},
+        diff=redacted_diff(path, current, plan["text"]),
     )
 
 

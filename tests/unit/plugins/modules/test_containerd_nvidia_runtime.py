@@ -124,3 +124,68 @@ def test_an_import_without_a_cri_table_is_fine(tmp_path):
     config, _main = dropin_setup(tmp_path, 'version = 2\n[plugins."io.containerd.internal.v1.opt"]\n  path = "/opt/x"\n')
     result = run({"path": str(config)})
     assert result["changed"] is True and result["cri_imports"] == {} and result["warnings"] == []
+
+
+# --- Issue 28 items 3, 14, 17 -----------------------------------------------------------------------
+
+def test_a_symlinked_config_is_written_through_to_its_target(tmp_path):
+    managed = tmp_path / "managed"
+    managed.mkdir()
+    target = managed / "containerd.toml"
+    default = fixture_text("containerd", "default-1.7.24.toml")
+    write(target, default, 0o640)
+    link = tmp_path / "config.toml"
+    link.symlink_to(target)
+    result = run({"path": str(link)})
+    assert result["changed"] is True
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert "nvidia" in runtimes(target)["runtimes"]
+    assert stat.S_IMODE(os.stat(target).st_mode) == 0o640
+    assert sorted(os.listdir(tmp_path)) == ["config.toml", "managed"]
+    assert sorted(os.listdir(managed)) == ["containerd.toml"]
+    assert run({"path": str(link)})["changed"] is False
+
+
+def test_a_directory_path_is_refused_by_name(tmp_path):
+    result = run({"path": str(tmp_path)})
+    assert result["failed"] is True and result["msg"] == "%s is a directory, not a config file" % tmp_path
+
+
+def test_imports_of_the_wrong_type_are_refused_by_name(tmp_path):
+    config = tmp_path / "config.toml"
+    text = fixture_text("containerd", "default-1.7.24.toml").replace("imports = []", "imports = 5")
+    write(config, text)
+    result = run({"path": str(config)})
+    assert result["failed"] is True
+    assert result["msg"] == "%s: current_text: imports must be an array of file paths (strings), got 5" % config
+    assert config.read_text() == text
+
+
+def test_registry_credentials_never_reach_the_diff(tmp_path):
+    config = tmp_path / "config.toml"
+    text = fixture_text("containerd", "default-1.7.24.toml") + (
+        '\n[plugins."io.containerd.grpc.v1.cri".registry.configs."registry.example.com".auth]\n'
+        '  username = "robot"\n  password = "s3cr3t-pass"\n  auth = "cm9ib3Q6czNjcjN0"\n')
+    write(config, text)
+    for check_mode in (True, False):
+        result = run({"path": str(config)}, check_mode=check_mode)
+        assert result["changed"] is True
+        shown = result["diff"]["before"] + result["diff"]["after"]
+        assert "s3cr3t-pass" not in shown and "cm9ib3Q6czNjcjN0" not in shown
+        assert 'password = "(redacted)"' in result["diff"]["after"] and "runtimes.nvidia]" in result["diff"]["after"]
+    assert "s3cr3t-pass" in config.read_text()  # the file itself keeps them
+
+
+def test_a_gpu_operator_runtime_is_refused_unless_replaced(tmp_path):
+    config = tmp_path / "config.toml"
+    first = run({"path": str(config), "default_config": fixture_text("containerd", "default-1.7.24.toml")})
+    assert first["changed"] is True
+    operator = config.read_text().replace('BinaryName = "/usr/bin/nvidia-container-runtime"',
+                                          'BinaryName = "/usr/local/nvidia/toolkit/nvidia-container-runtime"')
+    write(config, operator)
+    refused = run({"path": str(config)})
+    assert refused["failed"] is True and "container_runtime_containerd_replace_nvidia" in refused["msg"]
+    assert config.read_text() == operator
+    replaced = run({"path": str(config), "replace_runtime": True})
+    assert replaced["changed"] is True
+    assert runtimes(config)["runtimes"]["nvidia"]["options"]["BinaryName"] == "/usr/bin/nvidia-container-runtime"
