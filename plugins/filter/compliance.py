@@ -2,17 +2,20 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-# Documentation: compliance_node_report.yml, compliance_fleet_report.yml and
-# compliance_markdown.yml beside this file.
+# Documentation: compliance_node_report.yml, compliance_fleet_report.yml,
+# compliance_markdown.yml, compliance_volume_probes.yml and compliance_evidence_file_name.yml
+# beside this file.
 
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.gpucloud.fleet.plugins.module_utils.compliance import (
     ComplianceError,
+    evidence_file_name,
     fleet_markdown,
     fleet_report,
     node_markdown,
     node_report,
+    volume_probes,
 )
 
 
@@ -49,10 +52,26 @@ def compliance_markdown(report):
     return node_markdown(report) if "host" in report else fleet_markdown(report)
 
 
+def compliance_volume_probes(volumes):
+    try:
+        return volume_probes(_plain(volumes))
+    except ComplianceError as exc:
+        raise AnsibleFilterError("compliance_volume_probes: %s" % exc) from exc
+
+
+def compliance_evidence_file_name(name):
+    try:
+        return evidence_file_name(_plain(name))
+    except ComplianceError as exc:
+        raise AnsibleFilterError("compliance_evidence_file_name: %s" % exc) from exc
+
+
 class FilterModule(object):
     def filters(self):
         return {
             "compliance_node_report": compliance_node_report,
             "compliance_fleet_report": compliance_fleet_report,
             "compliance_markdown": compliance_markdown,
+            "compliance_volume_probes": compliance_volume_probes,
+            "compliance_evidence_file_name": compliance_evidence_file_name,
         }

@@ -59,6 +59,30 @@ def sha256_text(text):
     return hashlib.sha256((text or "").encode("utf-8")).hexdigest()
 
 
+def _whole(text):
+    """TEXT as a non-negative int when it is ASCII digits only, else None (str.isdigit() also
+    takes '²', which int() refuses)."""
+    text = (text or "").strip()
+    return int(text) if re.fullmatch(r"[0-9]{1,18}", text) else None
+
+
+# Evidence file names: letters, digits and . _ - only, never hidden, never . or .., at most
+# EVIDENCE_NAME_MAX characters; a name that had to change carries a hash of the original so
+# that two names never share a file (luks_/dev/sda and luks__dev_sda).
+EVIDENCE_NAME_MAX = 96
+
+
+def evidence_file_name(name):
+    """The file name (without extension) that evidence NAME is written under on the controller."""
+    if not isinstance(name, str) or not name:
+        raise ComplianceError("evidence name must be a non-empty string, got %r" % (name,))
+    safe = re.sub(r"_{2,}", "_", re.sub(r"[^A-Za-z0-9._-]+", "_", name)).strip("._-")
+    if safe == name and len(safe) <= EVIDENCE_NAME_MAX:
+        return safe
+    digest = hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()[:12]
+    return "%s-%s" % (safe[:EVIDENCE_NAME_MAX - 13] or "evidence", digest)
+
+
 # ---------------------------------------------------------------------------- parsers
 
 
@@ -102,7 +126,7 @@ def parse_lynis_report(text):
         "lynis_version": values.get("lynis_version", ""),
         "report_datetime_start": values.get("report_datetime_start", ""),
         "report_datetime_end": values.get("report_datetime_end", ""),
-        "hardening_index": int(index) if index and index.isdigit() else None,
+        "hardening_index": _whole(index),
         "tests_executed": executed,
         "tests_skipped": skipped,
         "warnings": findings("warning"),
@@ -160,10 +184,10 @@ def parse_ss_listen(text):
             continue
         local = fields[3]
         address, _sep, port = local.rpartition(":")
-        if not port.isdigit():
+        if _whole(port) is None:
             continue
         process = " ".join(fields[5:]) if len(fields) > 5 else ""
-        out.append({"address": address.strip("[]"), "port": int(port), "process": process})
+        out.append({"address": address.strip("[]"), "port": _whole(port), "process": process})
     return out
 
 
@@ -183,7 +207,7 @@ def parse_login_accounts(passwd_text, shells_text):
     for line in (passwd_text or "").splitlines():
         parts = line.split(":")
         if len(parts) >= 7 and parts[6] in shells:
-            accounts.append({"name": parts[0], "uid": int(parts[2]) if parts[2].isdigit() else parts[2],
+            accounts.append({"name": parts[0], "uid": parts[2] if _whole(parts[2]) is None else _whole(parts[2]),
                              "shell": parts[6]})
     return accounts
 
@@ -312,7 +336,15 @@ def check_ssh_allow_groups(ev, ctx):
     expected = ctx.get("ssh_allow_groups") or []
     if not groups:
         return _result(FAIL, "no AllowGroups: every account with a key may log in", ["sshd_effective"])
-    if expected and sorted(set(groups)) != sorted(set(expected)):
+    # sshd matches AllowGroups entries as patterns (* ? and !negation): "*" admits every group.
+    patterns = [g for g in groups if re.search(r"[*?!]", g)]
+    if patterns:
+        return _result(FAIL, "AllowGroups %s holds pattern(s) %s, which admit groups nobody named"
+                       % (" ".join(groups), " ".join(patterns)), ["sshd_effective"])
+    if not expected:
+        return _result(NO_EVIDENCE, "AllowGroups %s; the inventory names no groups "
+                       "(host_hardening_ssh_allow_groups) to compare with" % " ".join(groups), [])
+    if sorted(set(groups)) != sorted(set(expected)):
         return _result(FAIL, "AllowGroups %s, inventory says %s" % (" ".join(groups), " ".join(expected)),
                        ["sshd_effective"])
     return _result(PASS, "AllowGroups %s" % " ".join(groups), ["sshd_effective"])
@@ -337,7 +369,7 @@ def check_password_policy(ev, ctx):
         return _result(FAIL, "no pwquality configuration: " + _missing(ev, "pwquality_conf"), ["pwquality_conf"])
     conf = parse_effective_conf(rec["stdout"])
     have = conf.get("minlen", "")
-    ok = have.isdigit() and int(have) >= int(minlen)
+    ok = _whole(have) is not None and _whole(have) >= minlen
     pam = _ok(ev, "pam_password")
     uses = bool(pam and re.search(r"^\s*password\s+\S+\s+pam_pwquality\.so", pam["stdout"], re.M))
     bad = []
@@ -416,7 +448,7 @@ def check_time_synchronized(ev, ctx):
     data = parse_key_colon(rec.get("stdout"))
     leap = data.get("Leap status", "")
     stratum = data.get("Stratum", "0")
-    ok = leap == "Normal" and stratum.isdigit() and 0 < int(stratum) < 16
+    ok = leap == "Normal" and _whole(stratum) is not None and 0 < _whole(stratum) < 16
     return _result(PASS if ok else FAIL, "leap status %s, stratum %s, reference %s"
                    % (leap or "?", stratum, data.get("Reference ID", "?")), ["chrony_tracking"])
 
@@ -449,7 +481,7 @@ def check_listening_ports(ev, ctx):
     if expected is None or expected == []:
         return _result(NO_EVIDENCE, "listening ports recorded; the inventory names no expected ports to judge them", [])
     exposed = sorted({s["port"] for s in parse_ss_listen(rec["stdout"]) if not is_loopback(s["address"])})
-    unexpected = [p for p in exposed if p not in [int(e) for e in expected]]
+    unexpected = [p for p in exposed if p not in expected]
     return _result(FAIL if unexpected else PASS,
                    "unexpected ports answering: %s" % unexpected if unexpected else "answering ports %s all expected" % exposed,
                    ["listening_ports"])
@@ -476,22 +508,172 @@ def check_unattended_respects_holds(ev, ctx):
     held = holds["stdout"].split()
     if not held:
         return _result(NO_EVIDENCE, "no package is held: nothing for unattended-upgrades to leave alone", [])
-    patterns = parse_apt_config_list(conf["stdout"], "Unattended-Upgrade::Package-Blacklist")
-    uncovered = []
-    for name in held:
-        if not any(_safe_search(p, name) for p in patterns):
-            uncovered.append(name)
-    return _result(FAIL if uncovered else PASS,
-                   "held but not blacklisted for unattended-upgrades: " + ", ".join(uncovered) if uncovered
-                   else "every held package (%d) is in Unattended-Upgrade::Package-Blacklist" % len(held),
-                   ["apt_holds", "apt_config"])
+    matchers, unjudged = [], []
+    for pattern in parse_apt_config_list(conf["stdout"], "Unattended-Upgrade::Package-Blacklist"):
+        try:
+            matchers.append(BlacklistPattern(pattern))
+        except ComplianceError as exc:
+            unjudged.append(str(exc))
+    uncovered = [name for name in held if not any(m.matches(name) for m in matchers)]
+    detail = ("held but not blacklisted for unattended-upgrades: " + ", ".join(uncovered) if uncovered
+              else "every held package (%d) is in Unattended-Upgrade::Package-Blacklist" % len(held))
+    if unjudged and uncovered:
+        detail += "; not judged: " + "; ".join(unjudged)
+    return _result(FAIL if uncovered else PASS, detail, ["apt_holds", "apt_config"])
 
 
-def _safe_search(pattern, name):
-    try:
-        return re.search(pattern, name) is not None
-    except re.error:
-        return pattern == name
+# --------------------------------------------------------------- blacklist patterns
+#
+# unattended-upgrades matches each Package-Blacklist entry with Python's re.match (from the
+# start of the package name). The entries come from the node, and Python's re backtracks: an
+# entry like ^(a+)+$ runs for minutes on the controller. BlacklistPattern accepts the part of
+# the regex language a package blacklist needs (literals, escapes, ., classes, ^ at the start,
+# $ at the end, * + ? and {m,n} on one atom) and matches it in linear time; anything else
+# (groups, alternation, back references, look-around, flags) is refused, so the check never
+# runs a host's regex and never counts an entry it cannot read as covering a package.
+
+BLACKLIST_PATTERN_MAX = 256
+_REPEAT_MAX = 64
+_CLASS_ESCAPES = {"d": "0123456789"}
+
+
+class BlacklistPattern(object):
+    """A Package-Blacklist entry, matched as unattended-upgrades would (re.match), in linear time."""
+
+    def __init__(self, pattern):
+        self.pattern = pattern
+        if not isinstance(pattern, str) or len(pattern) > BLACKLIST_PATTERN_MAX:
+            raise ComplianceError("%r: longer than %d characters" % (str(pattern)[:40] + "...", BLACKLIST_PATTERN_MAX))
+        self.items, self.anchored_end = self._parse(pattern)
+
+    def _fail(self, why):
+        raise ComplianceError("%r: %s" % (self.pattern, why))
+
+    def _parse(self, p):
+        items = []  # [(predicate, kind)], kind: one, opt or star
+        i = 1 if p.startswith("^") else 0
+        end = len(p)
+        anchored_end = False
+        if p.endswith("$") and not p.endswith("\\$"):
+            anchored_end, end = True, end - 1
+        while i < end:
+            c = p[i]
+            if c == "\\":
+                if i + 1 >= end:
+                    self._fail("ends in a lone backslash")
+                e = p[i + 1]
+                if e.isalnum() and e not in _CLASS_ESCAPES:
+                    self._fail("escape \\%s is not judged" % e)
+                chars = _CLASS_ESCAPES.get(e, e)
+                pred, i = (lambda ch, chars=chars: ch in chars), i + 2
+            elif c == ".":
+                pred, i = (lambda ch: ch != "\n"), i + 1
+            elif c == "[":
+                pred, i = self._parse_class(p, i + 1, end)
+            elif c in "()|^$*+?{}":
+                self._fail("%s is not judged (only literals, ., [classes], ^ at the start, $ at the end, "
+                           "and * + ? {m,n} after one character)" % c)
+            else:
+                pred, i = (lambda ch, c=c: ch == c), i + 1
+            low, high, i = self._parse_quantifier(p, i, end)
+            items += [(pred, "one")] * low
+            items += [(pred, "star")] if high is None else [(pred, "opt")] * (high - low)
+        return items, anchored_end
+
+    def _parse_quantifier(self, p, i, end):
+        if i >= end or p[i] not in "*+?{":
+            return 1, 1, i
+        c = p[i]
+        if c == "{":
+            close = p.find("}", i, end)
+            m = re.fullmatch(r"([0-9]{1,3})(?:(,)([0-9]{0,3}))?", p[i + 1:close]) if close > 0 else None
+            if not m:
+                self._fail("{ is not a repeat count")
+            low = int(m.group(1))
+            high = low if not m.group(2) else (int(m.group(3)) if m.group(3) else None)
+            if low > _REPEAT_MAX or (high is not None and (high > _REPEAT_MAX or high < low)):
+                self._fail("repeat counts above %d are not judged" % _REPEAT_MAX)
+            i = close + 1
+        else:
+            low, high = {"*": (0, None), "+": (1, None), "?": (0, 1)}[c]
+            i += 1
+        if i < end and p[i] == "?":  # lazy: the same names match
+            i += 1
+        if i < end and p[i] in "*+?{":
+            self._fail("a repeated repeat is not judged")
+        return low, high, i
+
+    def _parse_class(self, p, i, end):
+        negate = i < end and p[i] == "^"
+        i += negate
+        chars, ranges, first = set(), [], True
+        while i < end and (p[i] != "]" or first):
+            first = False
+            c = p[i]
+            if c == "\\":
+                if i + 1 >= end:
+                    self._fail("ends in a lone backslash")
+                e = p[i + 1]
+                if e.isalnum() and e not in _CLASS_ESCAPES:
+                    self._fail("escape \\%s is not judged" % e)
+                chars.update(_CLASS_ESCAPES.get(e, e))
+                i += 2
+                continue
+            if c == "[":
+                self._fail("[ inside a class is not judged")
+            if i + 2 < end and p[i + 1] == "-" and p[i + 2] != "]":
+                if p[i + 2] == "\\" or ord(p[i + 2]) < ord(c):
+                    self._fail("class range %s-%s is not judged" % (c, p[i + 2]))
+                ranges.append((c, p[i + 2]))
+                i += 3
+                continue
+            chars.add(c)
+            i += 1
+        if i >= end:
+            self._fail("[ without ]")
+
+        def pred(ch, chars=frozenset(chars), ranges=tuple(ranges), negate=negate):
+            inside = ch in chars or any(a <= ch <= b for a, b in ranges)
+            return inside != negate
+        return pred, i + 1
+
+    def matches(self, name):
+        """Whether re.match(pattern, name) would match, by walking all states at once."""
+        items, last = self.items, len(self.items)
+
+        def closure(states):
+            out, todo = set(), list(states)
+            while todo:
+                s = todo.pop()
+                if s in out:
+                    continue
+                out.add(s)
+                if s < last and items[s][1] in ("opt", "star"):
+                    todo.append(s + 1)
+            return out
+
+        states = closure({0})
+        for ch in name:
+            if last in states and not self.anchored_end:
+                return True
+            nxt = set()
+            for s in states:
+                if s < last and items[s][0](ch):
+                    nxt.add(s if items[s][1] == "star" else s + 1)
+            states = closure(nxt)
+            if not states:
+                return False
+        # $ also matches before one final newline, as in Python; package names have none
+        return last in states
+
+
+def _allowed_origin_archive(entry):
+    """The archive of an Allowed-Origins entry: "origin:archive" (an unescaped colon) or
+    "origin archive", as unattended-upgrades reads it."""
+    parts = re.split(r"(?<!\\):", entry, maxsplit=1)
+    if len(parts) == 1:
+        parts = entry.split(None, 1)
+    return parts[1].strip() if len(parts) == 2 else ""
 
 
 def check_unattended_enabled(ev, ctx):
@@ -499,13 +681,17 @@ def check_unattended_enabled(ev, ctx):
     if not conf:
         return _result(NO_EVIDENCE, _missing(ev, "apt_config"), [])
     value = parse_apt_config_value(conf["stdout"], "APT::Periodic::Unattended-Upgrade")
-    origins = parse_apt_config_list(conf["stdout"], "Unattended-Upgrade::Origins-Pattern")
-    security = [o for o in origins if "security" in o.lower()]
+    # unattended-upgrades takes both: Origins-Pattern (Debian's file) and the older
+    # Allowed-Origins "origin:archive" list (Ubuntu's stock 50unattended-upgrades).
+    patterns = parse_apt_config_list(conf["stdout"], "Unattended-Upgrade::Origins-Pattern")
+    allowed = parse_apt_config_list(conf["stdout"], "Unattended-Upgrade::Allowed-Origins")
+    security = ([o for o in patterns if "security" in o.lower()]
+                + [o for o in allowed if "security" in _allowed_origin_archive(o).lower()])
     bad = []
     if value != "1":
         bad.append("APT::Periodic::Unattended-Upgrade %s" % (value or "unset"))
     if not security:
-        bad.append("no security origin in Unattended-Upgrade::Origins-Pattern")
+        bad.append("no security origin in Unattended-Upgrade::Origins-Pattern or Allowed-Origins")
     return _result(FAIL if bad else PASS, "; ".join(bad) or "unattended security upgrades on (%s)" % "; ".join(security),
                    ["apt_config"])
 
@@ -629,8 +815,55 @@ CHECKS = {
 }
 
 
+# The context's inventory inputs: what each is called in the inventory, for the messages.
+CONTEXT_INPUTS = {
+    "tcp_ports": "compliance_expected_tcp_ports",
+    "password_minlen": "host_hardening_password_minlen",
+    "ssh_allow_groups": "host_hardening_ssh_allow_groups",
+    "time_servers": "host_hardening_chrony_servers",
+    "held_packages": "compliance_expected_holds",
+    "login_accounts": "compliance_expected_login_accounts",
+    "data_volumes": "disk_encryption_volumes",
+}
+
+
+def _context_number(key, value, low, high):
+    """VALUE as an int in LOW..HIGH: an int (not a bool) or a string of ASCII digits."""
+    number = value if isinstance(value, int) and not isinstance(value, bool) else (
+        int(value) if isinstance(value, str) and re.fullmatch(r"[0-9]{1,6}", value) else None)
+    if number is None or not low <= number <= high:
+        raise ComplianceError("%s (%s): %r is not a whole number from %d to %d"
+                              % (CONTEXT_INPUTS[key], key, value, low, high))
+    return number
+
+
+def normalize_context(context):
+    """The inventory's expectations, checked: whole numbers where numbers are meant and lists of
+    strings where names are. Raises ComplianceError naming the inventory variable."""
+    ctx = dict(context or {})
+    for key in ("ssh_allow_groups", "time_servers", "held_packages", "login_accounts", "data_volumes"):
+        value = ctx.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+            raise ComplianceError("%s (%s): a list of names is required, got %r" % (CONTEXT_INPUTS[key], key, value))
+        ctx[key] = list(value)
+    ports = ctx.get("tcp_ports")
+    if ports is not None:
+        if not isinstance(ports, (list, tuple)):
+            raise ComplianceError("%s (tcp_ports): a list of TCP ports is required, got %r"
+                                  % (CONTEXT_INPUTS["tcp_ports"], ports))
+        ctx["tcp_ports"] = [_context_number("tcp_ports", p, 1, 65535) for p in ports]
+    if ctx.get("password_minlen") not in (None, ""):
+        ctx["password_minlen"] = _context_number("password_minlen", ctx["password_minlen"], 1, 4096)
+    else:
+        ctx["password_minlen"] = None
+    return ctx
+
+
 def run_checks(evidence, context, wanted=None):
     """{check id: {title, status, detail, evidence}} for WANTED (default: every check)."""
+    context = normalize_context(context)
     out = {}
     for check_id in wanted or sorted(CHECKS):
         if check_id not in CHECKS:
@@ -685,7 +918,7 @@ def evidence_records(evidence):
             continue
         out[name] = {"command": rec.get("command", ""), "rc": rec.get("rc"), "collected_at": rec.get("start", ""),
                      "sha256": sha256_text(rec.get("stdout")), "bytes": len((rec.get("stdout") or "").encode("utf-8")),
-                     "file": rec.get("file", "")}
+                     "file": rec.get("file", ""), "stdout_file": "evidence/%s.txt" % evidence_file_name(name)}
     return out
 
 
@@ -798,6 +1031,29 @@ def fleet_markdown(fleet):
 
 
 # ---------------------------------------------------------------------------- collection
+
+
+def volume_probes(volumes):
+    """The read-only probes of each encrypted data volume (disk_encryption_volumes entries, or
+    their device paths): cryptsetup isLuks and clevis luks list, named luks_<device> and
+    clevis_<device> as check_luks_tang reads them. Built here, not in Jinja: a device path is an
+    argument, never text spliced into JSON."""
+    if volumes is None:
+        return []
+    if not isinstance(volumes, (list, tuple)):
+        raise ComplianceError("disk_encryption_volumes: a list is required, got %r" % (volumes,))
+    probes, seen = [], set()
+    for index, volume in enumerate(volumes):
+        device = volume.get("device") if isinstance(volume, dict) else volume
+        if not isinstance(device, str) or not device.startswith("/") or "\x00" in device or "\n" in device:
+            raise ComplianceError("disk_encryption_volumes[%d].device: an absolute device path is required, got %r"
+                                  % (index, device))
+        if device in seen:
+            continue
+        seen.add(device)
+        probes.append({"name": "luks_%s" % device, "argv": ["cryptsetup", "isLuks", device], "skip": ""})
+        probes.append({"name": "clevis_%s" % device, "argv": ["clevis", "luks", "list", "-d", device], "skip": ""})
+    return probes
 
 
 def collect(probes, run, now):
