@@ -11,8 +11,11 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpucloud.fleet.plugins.plugin_utils.container_toolkit import (
     cdi_plan,
+    cdi_record,
+    gpu_layout,
     loaded_driver_version,
     package_upstream_version,
+    parse_cdi_record,
     plan_docker_daemon,
     toolkit_missing,
     toolkit_packages,
@@ -56,8 +59,8 @@ def docker_nvidia_runtime(current_text, runtime_path="/usr/bin/nvidia-container-
 
 
 def nvidia_cdi_plan(spec_text, proc_text="", package_version="", recorded="", reboot_required=False,
-                    kind="nvidia.com/gpu"):
-    """Whether to (re)generate the CDI spec: {action, driver, reason, errors}."""
+                    kind="nvidia.com/gpu", gpu_list=""):
+    """Whether to (re)generate the CDI spec: {action, driver, reason, errors, record}."""
     spec_exists = spec_text is not None
     errors = []
     if spec_exists:
@@ -66,14 +69,20 @@ def nvidia_cdi_plan(spec_text, proc_text="", package_version="", recorded="", re
         except yaml.YAMLError as exc:
             spec = None
             errors = ["it is not YAML (%s)" % str(exc).splitlines()[0]]
+        except RecursionError:
+            spec = None
+            errors = ["it nests too deeply to be read"]
         if not errors:
             errors = validate_cdi_spec(spec, kind)
     try:
+        recorded_driver, recorded_layout = parse_cdi_record(recorded)
+        layout = gpu_layout(gpu_list or "")
         plan = cdi_plan(loaded_driver_version(proc_text or ""), package_upstream_version(package_version or ""),
-                        (recorded or "").strip(), spec_exists, errors, bool(reboot_required))
+                        recorded_driver, spec_exists, errors, bool(reboot_required), layout, recorded_layout)
     except ValueError as exc:
         raise AnsibleFilterError("nvidia_cdi_plan: %s" % exc) from exc
     plan["errors"] = errors
+    plan["record"] = cdi_record(plan["driver"], layout) if plan["driver"] else ""
     return plan
 
 

@@ -22,8 +22,11 @@ or the file system.
   The file is written with four-space indentation (``Save``, same file lines 153-165,
   ``json.MarshalIndent(config, "", "    ")``). We differ in keeping the order of the keys
   and in not rewriting a file that already says all of that.
-- ``loaded_driver_version`` / ``package_upstream_version`` / ``cdi_plan``: whether
-  ``/etc/cdi/nvidia.yaml`` must be (re)generated, from the driver version it was made for.
+- ``loaded_driver_version`` / ``package_upstream_version`` / ``gpu_layout`` / ``cdi_plan``:
+  whether ``/etc/cdi/nvidia.yaml`` must be (re)generated, from the driver version and the
+  GPU/MIG layout (``nvidia-smi -L``) it was made for. ``nvidia-ctk cdi generate`` lists
+  the MIG devices present when it runs; a new MIG layout makes new devices (new UUIDs,
+  other /dev/nvidia-caps nodes), so a spec from before it names devices that are gone.
 - ``validate_cdi_spec``: the checks the CDI library makes before a runtime uses a spec.
   cncf-tags/container-device-interface (05ae4b5bb730a036cb3f79477bd6676eea4a8c83):
   schema/schema.json lines 43-47 (cdiVersion, kind, devices required) and 33-36 (each
@@ -34,6 +37,7 @@ or the file system.
 """
 
 
+import hashlib
 import json
 import re
 
@@ -43,12 +47,17 @@ TOOLKIT_PACKAGES = (
     "libnvidia-container-tools",
     "libnvidia-container1",
 )
-_TOOLKIT_VERSION = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+(~rc\.[0-9]+)?$")
-_REVISION = re.compile(r"^[0-9A-Za-z.+~]+$")
+# Whole-string patterns, used with fullmatch: a trailing newline is not a version.
+_TOOLKIT_VERSION = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+(~rc\.[0-9]+)?")
+_REVISION = re.compile(r"[0-9A-Za-z.+~]+")
 # /proc/driver/nvidia/version, both module flavours (the regex gpucloud.fleet.nvidia_driver reads it with).
 _PROC_VERSION = re.compile(r"NVRM version:.*?\s([0-9]{3}\.[0-9]{1,3}(?:\.[0-9]{1,3})?)\s")
-_DRIVER_VERSION = re.compile(r"^[0-9]{3}\.[0-9]{1,3}(\.[0-9]{1,3})?$")
-_PACKAGE_UPSTREAM = re.compile(r"^(?:[0-9]+:)?([0-9]{3}\.[0-9]{1,3}(?:\.[0-9]{1,3})?)(?:[-+~].*)?$")
+_DRIVER_VERSION = re.compile(r"[0-9]{3}\.[0-9]{1,3}(\.[0-9]{1,3})?")
+_PACKAGE_UPSTREAM = re.compile(r"(?:[0-9]+:)?([0-9]{3}\.[0-9]{1,3}(?:\.[0-9]{1,3})?)(?:[-+~][0-9A-Za-z.+~:-]*)?")
+# nvidia-smi -L: "GPU 0: NVIDIA H200 (UUID: GPU-...)" and, under a GPU in MIG mode,
+# "  MIG 3g.71gb     Device  0: (UUID: MIG-...)" (drivers before R470: MIG-GPU-<uuid>/<gi>/<ci>).
+_SMI_GPU = re.compile(r"GPU ([0-9]+): (.*) \(UUID: (GPU-[0-9A-Za-z-]+)\)")
+_SMI_MIG = re.compile(r"\s+MIG (\S+)\s+Device\s+([0-9]+): \(UUID: (MIG-[0-9A-Za-z/-]+)\)")
 
 CDI_VERSIONS = ("0.3.0", "0.4.0", "0.5.0", "0.6.0", "0.7.0", "0.8.0", "1.0.0", "1.1.0")
 _EDIT_KEYS = ("env", "deviceNodes", "hooks", "mounts", "intelRdt", "additionalGids")
@@ -56,9 +65,9 @@ _EDIT_KEYS = ("env", "deviceNodes", "hooks", "mounts", "intelRdt", "additionalGi
 
 def toolkit_packages(version, pkg_mgr, revision="1"):
     """The four toolkit packages pinned to VERSION-REVISION for apt (``=``) or dnf (``-``)."""
-    if not isinstance(version, str) or not _TOOLKIT_VERSION.match(version):
+    if not isinstance(version, str) or not _TOOLKIT_VERSION.fullmatch(version):
         raise ValueError("container toolkit version %r is not a release such as 1.17.8" % (version,))
-    if not isinstance(revision, str) or not _REVISION.match(revision):
+    if not isinstance(revision, str) or not _REVISION.fullmatch(revision):
         raise ValueError("package revision %r is not a Debian/RPM revision such as 1" % (revision,))
     separator = {"apt": "=", "dnf": "-"}.get(pkg_mgr)
     if separator is None:
@@ -102,26 +111,81 @@ def package_upstream_version(package_version):
     """580.95.05 of a driver package version such as 580.95.05-0ubuntu1 or 1:580.95.05-1; None for none."""
     if not package_version:
         return None
-    match = _PACKAGE_UPSTREAM.match(package_version.strip())
+    match = _PACKAGE_UPSTREAM.fullmatch(package_version.strip())
     if not match:
         raise ValueError("driver package version %r does not start with a driver version such as 580.95.05"
                          % (package_version,))
     return match.group(1)
 
 
-def cdi_plan(loaded, installed, recorded, spec_exists, spec_errors=(), reboot_required=False):
+def gpu_layout(smi_list_text):
+    """The GPU/MIG layout in ``nvidia-smi -L``'s output: {fingerprint, gpus, mig_devices}; None for no output.
+
+    The fingerprint covers every GPU's index and UUID and every MIG device's parent,
+    index, profile and UUID, so any change of MIG mode or layout (MIG UUIDs are new for
+    each new instance) changes it.
+    """
+    if not smi_list_text or not smi_list_text.strip():
+        return None
+    canonical = []
+    gpus = migs = 0
+    parent = None
+    for number, line in enumerate(smi_list_text.splitlines(), 1):
+        if not line.strip():
+            continue
+        gpu = _SMI_GPU.fullmatch(line.rstrip())
+        mig = _SMI_MIG.fullmatch(line.rstrip())
+        if gpu:
+            gpus += 1
+            parent = gpu.group(1)
+            canonical.append("GPU %s %s" % (parent, gpu.group(3)))
+        elif mig and parent is not None:
+            migs += 1
+            canonical.append("MIG %s:%s %s %s" % (parent, mig.group(2), mig.group(1), mig.group(3)))
+        else:
+            raise ValueError("nvidia-smi -L line %d is neither a GPU nor a MIG device under one: %r"
+                             % (number, line[:200]))
+    digest = hashlib.sha256("\n".join(canonical).encode("utf-8")).hexdigest()
+    return {"fingerprint": "sha256:" + digest, "gpus": gpus, "mig_devices": migs}
+
+
+def parse_cdi_record(text):
+    """(driver, layout fingerprint) of the record written beside the spec; (\"\", None) when empty.
+
+    Line 1 is the driver version; a ``layout sha256:...`` line follows since the layout is
+    recorded too (records written before have none: layout None).
+    """
+    driver, layout = "", None
+    for line in (text or "").splitlines():
+        line = line.strip()
+        if line.startswith("layout "):
+            layout = line[len("layout "):].strip() or None
+        elif line and not driver:
+            driver = line
+    return driver, layout
+
+
+def cdi_record(driver, layout):
+    """The record's text for a spec generated for DRIVER and LAYOUT (gpu_layout's result or None)."""
+    return "%s\n%s" % (driver, "layout %s\n" % layout["fingerprint"] if layout else "")
+
+
+def cdi_plan(loaded, installed, recorded, spec_exists, spec_errors=(), reboot_required=False, layout=None,
+             recorded_layout=None):
     """Whether to (re)generate the CDI spec, for which driver, and why.
 
     loaded: the loaded module's version (None without one); installed: the driver
     package's upstream version (None without one); recorded: the driver version the
     current spec was generated for ("" or None when unknown); spec_exists: whether the
     spec file exists; spec_errors: what validate_cdi_spec found wrong with it;
-    reboot_required: gpucloud_reboot_required (a new driver waits for the reboot).
+    reboot_required: gpucloud_reboot_required (a new driver waits for the reboot);
+    layout: gpu_layout() of the node now (None when nvidia-smi gave nothing: not judged);
+    recorded_layout: the layout fingerprint recorded with the spec (None when unknown).
 
     Returns {action: generate|keep|skip, driver, reason}.
     """
     for name, value in (("loaded", loaded), ("installed", installed)):
-        if value is not None and not _DRIVER_VERSION.match(str(value)):
+        if value is not None and not _DRIVER_VERSION.fullmatch(str(value)):
             raise ValueError("%s driver version %r is not a version such as 580.95.05" % (name, value))
     if reboot_required:
         return {"action": "skip", "driver": loaded or installed,
@@ -147,6 +211,13 @@ def cdi_plan(loaded, installed, recorded, spec_exists, spec_errors=(), reboot_re
     if recorded != driver:
         return {"action": "generate", "driver": driver, "reason": "the CDI spec was made for driver %s, the %s is %s"
                 % (recorded, origin, driver)}
+    if layout is not None and recorded_layout != layout["fingerprint"]:
+        now = "%d GPU(s) and %d MIG device(s) now" % (layout["gpus"], layout["mig_devices"])
+        if recorded_layout is None:
+            return {"action": "generate", "driver": driver,
+                    "reason": "the CDI spec does not say which GPU/MIG layout it describes (%s)" % now}
+        return {"action": "generate", "driver": driver,
+                "reason": "the GPU/MIG layout changed since the CDI spec was made (%s)" % now}
     return {"action": "keep", "driver": driver, "reason": "the CDI spec was made for driver %s, the %s" % (driver, origin)}
 
 
@@ -228,6 +299,9 @@ def plan_docker_daemon(current_text, runtime_path, set_as_default=False, name="n
     if original.strip():
         try:
             config = json.loads(original)
+        except RecursionError:
+            raise ValueError("daemon.json nests objects or arrays too deeply to be read; dockerd would refuse "
+                             "it too") from None
         except ValueError as exc:
             raise ValueError("daemon.json is not valid JSON (%s); dockerd would not start with it either" % exc) from exc
         if not isinstance(config, dict):

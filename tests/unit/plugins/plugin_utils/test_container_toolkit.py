@@ -220,3 +220,17 @@ def test_docker_refuses_what_dockerd_would_refuse(text, message):
 def test_docker_refuses_a_relative_runtime_path():
     with pytest.raises(ValueError, match="absolute path"):
         plan_docker_daemon("", "nvidia-container-runtime")
+
+
+# --- Issue 28 item 13 (in these files): whole-string checks, a trailing newline is refused ------------
+
+@pytest.mark.parametrize("call", [
+    lambda: toolkit_packages("1.17.8\n", "apt"),
+    lambda: toolkit_packages("1.17.8", "apt", "1\n"),
+    lambda: package_upstream_version("580.95.05-1\nx"),
+    lambda: cdi_plan("580.95.05\n", None, "", False),
+    lambda: cdi_plan(None, "580.95.05\n", "", False),
+])
+def test_a_trailing_newline_is_not_a_version(call):
+    with pytest.raises(ValueError):
+        call()
