@@ -499,6 +499,25 @@ def plan_nvidia_smi(judged, lgip=None):
     return commands
 
 
+def plan_mig_parted(judged, config_file, config_name, mig_parted="nvidia-mig-parted"):
+    """The ``nvidia-mig-parted apply`` argv that brings the GPUs one step closer to the layout.
+
+    Always ``--skip-reset``: without NVIDIA's hooks file, a reset fails on GPUs that
+    nvidia-persistenced, DCGM or Fabric Manager hold open, and the run would stop there instead
+    of reaching the collection's shared reboot. A MIG mode change is applied alone
+    (``--mode-only``): instances can only be made once the mode is current, which a reboot (or a
+    driver that switches at once) brings; then a second apply makes them
+    (mig-parted cmd/nvidia-mig-parted/apply/apply.go, ApplyMigConfigWithHooks; mode.go,
+    ApplyMigMode: with SkipReset the pending mode is left for the reboot).
+    """
+    if not config_file or not config_name:
+        raise MigLayoutError("tool mig-parted needs the config file and the config name")
+    argv = [mig_parted, "apply", "--skip-reset", "-f", config_file, "-c", config_name]
+    if any(gpu["mode_change"] is not None for gpu in judged["gpus"]):
+        argv.insert(2, "--mode-only")
+    return argv
+
+
 def _slices(profile):
     match = _PROFILE_RE.fullmatch(profile)
     return int(match.group("g")) if match else 0
@@ -556,9 +575,7 @@ def ensure(run, profile, tool="nvidia-smi", config_file=None, config_name=None, 
             "node first, or allow it explicitly" % (before["layout"], len(busy),
                                                     ", ".join("%s %s" % (app["pid"], app["name"]) for app in busy)))
     if tool == "mig-parted":
-        if not config_file or not config_name:
-            raise MigLayoutError("tool mig-parted needs the config file and the config name")
-        planned = [[mig_parted, "apply", "-f", config_file, "-c", config_name]]
+        planned = [plan_mig_parted(before, config_file, config_name, mig_parted)]
     else:
         planned = plan_nvidia_smi(before, parse_lgip(_run(run, SMI_LGIP)) if any(
             gpu["mode_change"] is None and not gpu["ok"] for gpu in before["gpus"]) else None)
@@ -571,9 +588,13 @@ def ensure(run, profile, tool="nvidia-smi", config_file=None, config_name=None, 
         _run(run, argv, commands)
     gpus, instances = observe(run)
     after = compare(profile, gpus, instances)
-    if tool != "mig-parted" and not after["matches"] and not any(g["reset_required"] for g in after["gpus"]):
+    if not after["matches"] and not any(g["reset_required"] for g in after["gpus"]):
         # Mode changes took effect at once (the driver reset the GPU): make the instances now.
-        for argv in plan_nvidia_smi(after, parse_lgip(_run(run, SMI_LGIP))):
+        if tool == "mig-parted":
+            again = [plan_mig_parted(after, config_file, config_name, mig_parted)]
+        else:
+            again = plan_nvidia_smi(after, parse_lgip(_run(run, SMI_LGIP)))
+        for argv in again:
             _run(run, argv, commands)
         gpus, instances = observe(run)
         after = compare(profile, gpus, instances)

@@ -20,6 +20,10 @@ description:
     mode first, then C(mig -dci) and C(-dgi) of other instances and C(mig -cgi <profiles> -C)).
   - A MIG mode change that stays pending needs a GPU reset or a reboot; the module reports
     RV(reset_required) and creates no instances until the mode is current.
+  - With O(tool=mig-parted) every C(apply) carries C(--skip-reset), and a mode change is applied alone
+    (C(--mode-only)): without NVIDIA's hooks file a GPU reset fails on GPUs that nvidia-persistenced,
+    DCGM or Fabric Manager hold, so the pending mode is left for a reboot (RV(reset_required)), and
+    the instances are made by the next run once the mode is current.
 author:
   - gpucloud.fleet contributors (@gpucloud)
 attributes:
@@ -93,7 +97,7 @@ commands:
   returned: always
   type: list
   elements: str
-  sample: ["nvidia-smi -i 0 -mig 1"]
+  sample: ["nvidia-smi -i 0 -mig 1", "nvidia-mig-parted apply --mode-only --skip-reset -f /etc/gpucloud/mig-parted.yaml -c all-1g.10gb"]
 reset_required:
   description: A MIG mode is set but pending; a GPU reset or reboot makes it current.
   returned: always

@@ -90,3 +90,16 @@ def test_mig_layout_recreated_at_boot(host):
     assert "-cgi 1g.10gb,1g.10gb,1g.10gb,1g.10gb,1g.10gb,1g.10gb,1g.10gb -C" in script.content_string
     assert host.run("sh -n /usr/local/sbin/gpucloud-mig-layout").rc == 0
     assert host.service("gpucloud-mig-layout.service").is_enabled
+
+
+def test_nvidia_mig_manager_unit_masked_on_every_node(host):
+    """One owner of the boot-time MIG layout: NVIDIA's unit (all-disabled at boot) is masked."""
+    assert host.run("systemctl is-enabled nvidia-mig-manager.service").stdout.strip() == "masked"
+    assert host.file("/etc/systemd/system/nvidia-mig-manager.service").linked_to == "/dev/null"
+
+
+def test_boot_unit_orders_after_fabric_manager(host):
+    if host.backend.get_hostname() != "gpu_sharing-mig":
+        pytest.skip("the MIG node")
+    unit = host.file("/etc/systemd/system/gpucloud-mig-layout.service").content_string
+    assert "After=nvidia-persistenced.service nvidia-fabricmanager.service" in unit

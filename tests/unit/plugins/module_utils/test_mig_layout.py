@@ -384,7 +384,49 @@ def test_ensure_with_mig_parted_runs_apply():
     host = FakeHost()
     result = m.ensure(host, H200_MIG, tool="mig-parted", config_file="/etc/gpucloud/mig-parted.yaml",
                       config_name="all-3g.71gb", check_mode=True)
-    assert result["commands"] == ["nvidia-mig-parted apply -f /etc/gpucloud/mig-parted.yaml -c all-3g.71gb"]
+    # A mode change: the mode alone, never a GPU reset (persistenced, DCGM and Fabric Manager hold
+    # the GPUs; the pending mode is left for the shared reboot).
+    assert result["commands"] == [
+        "nvidia-mig-parted apply --mode-only --skip-reset -f /etc/gpucloud/mig-parted.yaml -c all-3g.71gb"]
+
+
+class FakeMigPartedHost(FakeHost):
+    """mig-parted on the H200 capture: a mode change stays pending (the GPU is held); a reset is refused."""
+
+    def __call__(self, argv):
+        if argv[:2] == ["nvidia-mig-parted", "apply"]:
+            self.ran.append(" ".join(argv))
+            if "--skip-reset" not in argv:
+                return 1, "", "error resetting all GPUs: In use by another client"
+            if "--mode-only" in argv:
+                self.xml = self.xml.replace("<pending_mig>Disabled</pending_mig>", "<pending_mig>Enabled</pending_mig>")
+                return 0, "MIG configuration applied successfully\n", ""
+            if "<current_mig>Enabled</current_mig>" not in self.xml:
+                return 1, "", "error applying MIG configuration: MIG mode pending"
+            self.lgi = True
+            return 0, "MIG configuration applied successfully\n", ""
+        if argv == m.SMI_LGI:
+            self.ran.append(" ".join(argv))
+            rows = "".join("|   0  MIG 3g.71gb          9        %d          %d:4     |\n" % (i, 4 * (i - 1))
+                           for i in (1, 2)) if getattr(self, "lgi", False) else ""
+            return 0, ("+---+\n| GPU instances:                                     |\n"
+                       "| GPU   Name          Profile  Instance   Placement  |\n" + rows), ""
+        return super().__call__(argv)
+
+
+def test_mig_parted_mode_change_stays_pending_for_the_shared_reboot():
+    host = FakeMigPartedHost()
+    args = dict(tool="mig-parted", config_file="/etc/gpucloud/mig-parted.yaml", config_name="all-3g.71gb")
+    result = m.ensure(host, H200_MIG, **args)
+    assert result["changed"] is True and result["reset_required"] is True
+    assert result["commands"] == [
+        "nvidia-mig-parted apply --mode-only --skip-reset -f /etc/gpucloud/mig-parted.yaml -c all-3g.71gb"]
+    # After the reboot the mode is current and the instances are made, still without a reset.
+    host.xml = host.xml.replace("<current_mig>Disabled</current_mig>", "<current_mig>Enabled</current_mig>")
+    after = m.ensure(host, H200_MIG, **args)
+    assert after["commands"] == ["nvidia-mig-parted apply --skip-reset -f /etc/gpucloud/mig-parted.yaml -c all-3g.71gb"]
+    assert after["after"]["matches"] is True and after["reset_required"] is False
+    assert m.ensure(host, H200_MIG, **args)["changed"] is False
 
 
 # --- GPU identity: nvidia-smi's index, not the minor number (issue 28 item 7) ---------------------
