@@ -8,7 +8,9 @@ The lab has no dockerd, so this is where the Docker path runs through Ansible.""
 
 
 import json
+import os
 import re
+import stat
 import sys
 
 import pytest
@@ -57,7 +59,8 @@ def recap(output):
     return int(match.group(1)), int(match.group(2))
 
 
-EXISTING = {"log-driver": "json-file", "runtimes": {"kata": {"path": "/usr/bin/kata-runtime"}}, "live-restore": True}
+EXISTING = {"log-driver": "json-file", "runtimes": {"kata": {"path": "/usr/bin/kata-runtime"}}, "live-restore": True,
+            "proxies": {"http-proxy": "http://build:s3cr3t-proxy@proxy.example.com:3128"}}
 
 
 @pytest.mark.parametrize("existing", [EXISTING, None])
@@ -66,17 +69,23 @@ def test_docker_daemon_json_check_write_rerun(tmp_path, existing):
     if existing is not None:
         config.parent.mkdir()
         config.write_text(json.dumps(existing, indent=2) + "\n")
+        os.chmod(config, 0o600)
     before = config.read_text() if existing is not None else None
     playbook = tmp_path / "docker.yml"
     playbook.write_text(yaml.safe_dump(docker_play(config), sort_keys=False))
 
-    checked = run_playbook(tmp_path, playbook, args=["--check", "--diff"], env=ENV)
+    checked = run_playbook(tmp_path, playbook, args=["--check", "--diff", "-vvv"], env=ENV)
     assert recap(checked.stdout)[1] == 0 and recap(checked.stdout)[0] >= 1
     assert (config.read_text() if config.exists() else None) == before
-    assert '"nvidia"' in checked.stdout  # the diff shows the runtime to be added
+    assert "added runtime nvidia" in checked.stdout  # the summary says what would change
+    # Issue 28 item 3: daemon.json's text (proxy credentials) reaches neither --diff nor -vvv.
+    assert "s3cr3t-proxy" not in checked.stdout and "kata-runtime" not in checked.stdout
 
-    first = run_playbook(tmp_path, playbook, env=ENV)
+    first = run_playbook(tmp_path, playbook, args=["--diff", "-vvv"], env=ENV)
     assert recap(first.stdout)[1] == 0 and recap(first.stdout)[0] >= 1
+    assert "s3cr3t-proxy" not in first.stdout
+    # An existing file keeps its mode (0600 is never widened); a new one is 0600.
+    assert stat.S_IMODE(os.stat(config).st_mode) == 0o600
     written = json.loads(config.read_text())
     assert written["runtimes"]["nvidia"] == {"path": "/usr/bin/nvidia-container-runtime", "args": []}
     assert "default-runtime" not in written
@@ -108,3 +117,55 @@ def test_check_mode_with_nvidias_repository_needs_no_network(tmp_path):
     assert failed == 0 and changed >= 2, run.stdout[-3000:]
     assert "Would fetch http://127.0.0.1:9/gpgkey" in run.stdout
     assert not (tmp_path / "keyrings").exists()
+
+
+def test_daemon_json_that_is_not_json_fails_by_name(tmp_path):
+    config = tmp_path / "daemon.json"
+    config.write_text('{"proxies": {"http-proxy": "http://u:s3cr3t@p:3128"}')
+    playbook = tmp_path / "docker.yml"
+    playbook.write_text(yaml.safe_dump(docker_play(config), sort_keys=False))
+    run = run_playbook(tmp_path, playbook, env=ENV)
+    assert recap(run.stdout)[1] == 1
+    assert "docker_nvidia_runtime: daemon.json is not valid JSON" in run.stdout
+
+
+def containerd_play(config, toml_packages):
+    fixture = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "containerd", "default-1.7.24.toml")
+    return [{
+        "name": "containerd", "hosts": "localhost", "connection": "local", "gather_facts": True,
+        "vars": {"container_runtime_containerd_config": str(config), "__container_runtime_has_containerd": True,
+                 "__container_runtime_containerd_active": False, "__container_runtime_containerd_version": "1.7.24",
+                 "__container_runtime_toml_packages": toml_packages},
+        "tasks": [
+            {"name": "Run containerd.yml", "ansible.builtin.include_role": {
+                "name": "gpucloud.fleet.container_runtime", "tasks_from": "containerd"}}],
+    }], fixture
+
+
+@pytest.mark.parametrize("python_before_311", [True, False])
+def test_a_python_without_tomllib_gets_python3_tomli_first(tmp_path, monkeypatch, python_before_311):
+    """Issue 27: on Ubuntu 22.04 (Python 3.10) the module needs python3-tomli. Here (Python 3.11+) the
+    fact's answer is the real one; the Python 3.10 case comes in as an extra var, since the facts are this host's."""
+    config = tmp_path / "config.toml"
+    play, fixture = containerd_play(config, ["python3-tomli-gpucloud-absent"])
+    (tmp_path / "config").write_text("")
+    with open(fixture) as handle:
+        (tmp_path / "default").write_text(handle.read())
+    monkeypatch.chdir(tmp_path)
+    playbook = tmp_path / "containerd.yml"
+    playbook.write_text(yaml.safe_dump(play, sort_keys=False))
+    # 'cat config default' stands in for 'containerd config default' (a file named default); role
+    # vars outrank play vars, so it comes in as an extra var.
+    extra = {"__container_runtime_containerd_bin": "/bin/cat"}
+    if python_before_311:
+        extra["__container_runtime_needs_tomli"] = True
+    extra = ["-e", json.dumps(extra)]
+    run = run_playbook(tmp_path, playbook, args=["--check"] + extra, env=ENV)
+    assert recap(run.stdout)[1] == 0, run.stdout[-3000:]
+    if python_before_311:
+        assert "Would refresh apt and install python3-tomli-gpucloud-absent" in run.stdout
+        assert "SKIPPED containerd config check: python3-tomli-gpucloud-absent is not installed yet" in run.stdout
+    else:
+        assert "python3-tomli-gpucloud-absent" not in run.stdout
+        assert "added runtime nvidia" in run.stdout
+    assert not config.exists()
