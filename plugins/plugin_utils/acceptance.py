@@ -679,10 +679,18 @@ def _burn_in_checks(host, profile, burn_in):
     limits = profile.get("burn_in") or {}
     pairs = (("burn_in.bf16_gemm", "bf16_gemm_tflops", "bf16_tflops_min", "TFLOP/s"),
              ("burn_in.memory_copy", "d2d_copy_GBps_rw", "copy_gbps_min", "GB/s"))
+    mig = profile.get("mig")
     checks = []
     for name, key, limit_key, unit in pairs:
         limit = limits.get(limit_key)
-        if not limit:
+        if limit and mig:
+            # The floors are whole-GPU numbers; on a MIG node a CUDA process sees one MIG device
+            # (a slice with a fraction of the SMs and memory bandwidth), so they would fail every
+            # healthy node (issue 28 item 10).
+            checks.append(_check(host, name, NA, "profile %s serves MIG slices (layout %s): the burn-in "
+                                 "floors are whole-GPU numbers, not judged on a slice"
+                                 % (profile.get("name", "?"), mig.get("layout") if isinstance(mig, dict) else mig)))
+        elif not limit:
             checks.append(_check(host, name, NA, "the profile sets no %s" % limit_key))
         elif burn_in is None:
             checks.append(_check(host, name, SKIPPED, "burn-in not run (verify_burn_in is false)"))

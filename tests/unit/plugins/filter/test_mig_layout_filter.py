@@ -41,10 +41,17 @@ def test_every_example_profile_gives_a_strict_config():
         assert list(config["mig-configs"]) == [mig_layout_name(profile)], name
 
 
-def test_the_a100_example_is_seven_1g10gb_slices():
-    config = yaml.safe_load(mig_parted_config(example_profiles()["a100_80g_pcie"]))
+def test_an_a100_80gb_all_1g10gb_profile_is_seven_slices():
+    profile = dict(example_profiles()["a100_80g_pcie"], mig={"strategy": "single", "layout": "all-1g.10gb"})
+    config = yaml.safe_load(mig_parted_config(profile))
     assert config["mig-configs"] == {"all-1g.10gb": [
         {"devices": "all", "mig-enabled": True, "mig-devices": {"1g.10gb": 7}}]}
+
+
+def test_a_layout_name_with_a_trailing_newline_is_a_filter_error():
+    with pytest.raises(AnsibleFilterError, match="mig_parted_config: profile p: MIG layout"):
+        mig_parted_config({"name": "p", "gpu_model": "A100 80GB PCIe",
+                           "mig": {"strategy": "single", "layout": "all-1g.10gb\n"}})
 
 
 def test_refusals_are_filter_errors_naming_the_profile():

@@ -298,9 +298,9 @@ def test_yaml_writer_refuses_other_types():
 
 
 def test_example_inventory_profiles_give_their_config():
-    """Every profile of inventories/example builds: the A100 80GB PCIe profile serves MIG
-    slices (strategy single), the others whole GPUs; none shares by time or MPS."""
-    expected_strategy = {"a100_80g_pcie": "single"}
+    """Every profile of inventories/example builds: whole GPUs everywhere (the A100 80GB PCIe
+    profile's floors are whole-GPU numbers, issue 28 item 10); none shares by time or MPS."""
+    expected_strategy = {}
     found = 0
     for path in sorted(glob.glob(os.path.join(ROOT, "inventories", "example", "group_vars", "*.yml"))):
         with open(path) as handle:
