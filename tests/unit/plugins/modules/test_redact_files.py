@@ -29,3 +29,22 @@ def test_bad_pattern_and_missing_folder_fail_cleanly(tmp_path):
     assert result["failed"] is True and result["msg"].startswith("patterns: pattern 0:")
     result = run_module(redact_files, {"path": str(tmp_path / "nope")})
     assert result["failed"] is True and "is not a folder" in result["msg"]
+
+
+def test_compressed_file_is_decompressed_and_a_hard_link_outside_is_kept(tmp_path):
+    import gzip
+    import os
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    (bundle / "nvidia-bug-report.log.gz").write_bytes(gzip.compress(b"ok\n"))
+    (tmp_path / "outside.conf").write_text("password=outside\n")
+    os.link(str(tmp_path / "outside.conf"), str(bundle / "app.conf"))
+    result = run_module(redact_files, {"path": str(bundle)})
+    assert (result["changed"], result["redactions"], result["unprocessed"], result["decompressed"]) == (
+        True, {"app.conf": 1}, {}, {"nvidia-bug-report.log.gz": "decompressed to nvidia-bug-report.log"})
+    assert sorted(os.listdir(str(bundle))) == ["app.conf", "nvidia-bug-report.log"]
+    assert (tmp_path / "outside.conf").read_text() == "password=outside\n"
+    # only decompressed, nothing matched: still a change
+    (bundle / "more.gz").write_bytes(gzip.compress(b"ok\n"))
+    result = run_module(redact_files, {"path": str(bundle)})
+    assert (result["changed"], result["redactions"]) == (True, {})
