@@ -169,3 +169,17 @@ def test_a_python_without_tomllib_gets_python3_tomli_first(tmp_path, monkeypatch
         assert "python3-tomli-gpucloud-absent" not in run.stdout
         assert "added runtime nvidia" in run.stdout
     assert not config.exists()
+
+
+def test_a_symlinked_daemon_json_is_written_through_with_its_mode(tmp_path):
+    target = tmp_path / "managed.json"
+    target.write_text(json.dumps(EXISTING) + "\n")
+    os.chmod(target, 0o600)
+    config = tmp_path / "daemon.json"
+    config.symlink_to(target)
+    playbook = tmp_path / "docker.yml"
+    playbook.write_text(yaml.safe_dump(docker_play(config), sort_keys=False))
+    run = run_playbook(tmp_path, playbook, env=ENV)
+    assert recap(run.stdout)[1] == 0
+    assert config.is_symlink() and "nvidia" in json.loads(target.read_text())["runtimes"]
+    assert stat.S_IMODE(os.stat(target).st_mode) == 0o600
