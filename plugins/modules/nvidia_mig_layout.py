@@ -21,7 +21,7 @@ description:
   - A MIG mode change that stays pending needs a GPU reset or a reboot; the module reports
     RV(reset_required) and creates no instances until the mode is current.
   - With O(tool=mig-parted) every C(apply) carries C(--skip-reset), and a mode change is applied alone
-    (C(--mode-only)): without NVIDIA's hooks file a GPU reset fails on GPUs that nvidia-persistenced,
+    (C(--mode-only)). Without NVIDIA's hooks file a GPU reset fails on GPUs that nvidia-persistenced,
     DCGM or Fabric Manager hold, so the pending mode is left for a reboot (RV(reset_required)), and
     the instances are made by the next run once the mode is current.
 author:

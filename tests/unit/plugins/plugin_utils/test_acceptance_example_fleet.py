@@ -59,7 +59,7 @@ def _lgi(profile, family, count):
     for gpu in range(count):
         instance = 0
         for name, number in sorted(devices.items()):
-            for _ in range(number):
+            for _copy in range(number):
                 instance += 1
                 rows.append("|   %d  MIG %s       19       %d          %d:1     |" % (gpu, name, instance, instance - 1))
     return "\n".join(rows) + "\n"
@@ -135,8 +135,8 @@ def test_a_healthy_mig_node_is_not_failed_by_whole_gpu_floors():
     """The a100_80g_pcie profile as it was: all-1g.10gb slices beside whole-GPU burn-in floors."""
     profile, lock = copy.deepcopy(EXAMPLES["a100_80g_pcie"])
     profile["mig"] = {"strategy": "single", "layout": "all-1g.10gb"}
-    checks = dict((c["check"], c) for c in acceptance.evaluate("gpu-a100p-001", profile, lock,
-                                                             healthy_observation(profile, lock)))
+    observed = healthy_observation(profile, lock)
+    checks = dict((c["check"], c) for c in acceptance.evaluate("gpu-a100p-001", profile, lock, observed))
     assert [c for c in checks.values() if c["status"] == acceptance.FAIL] == []
     assert checks["gpu.mig"]["status"] == acceptance.PASS
     assert checks["burn_in.bf16_gemm"]["status"] == acceptance.NA
