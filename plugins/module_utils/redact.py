@@ -27,15 +27,23 @@ data appended while the file is read is read too.
 """
 
 
-import bz2
 import errno
 import gzip
-import lzma
 import os
 import re
+import shutil
 import stat
 import tempfile
 import zlib
+
+try:
+    import bz2
+except ImportError:  # a Python built without it: bzip2 files are removed, not shipped unread
+    bz2 = None
+try:
+    import lzma
+except ImportError:  # likewise for xz
+    lzma = None
 
 REDACTED = "<redacted>"
 KEY_MARK = "<redacted-private-key>"
@@ -90,6 +98,8 @@ _BRACE_DATA = re.compile(r"(?:(\\?[\"'])(?:data|stringData)\1|(?<![\w\"'\\-])(?:
 _ENV_NAME = re.compile(r"[ \t]{0,64}(?:-[ \t]{1,8})?name:[ \t]{0,8}([\"']?)([\w.-]{1,128})\1[ \t]{0,8}\Z")
 _ENV_VALUE = re.compile(r"([ \t]{0,64}value:[ \t]{0,8})")
 _COMMAND_END = re.compile(r"[;|&]")
+# dpkg's package:architecture (passwd:amd64 in dpkg.log and apt's history) is no key: value.
+_DPKG_ARCH = re.compile(r"(?:amd64|arm64|i386|armhf|armel|all|ppc64el|s390x|riscv64|mips64el)(?![\w.-])")
 
 
 class _Rule(object):
@@ -161,7 +171,10 @@ RULES = [
     _Rule("aws", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b", None, ("akia", "asia"), "<redacted-aws-key-id>"),
     _Rule("google", _TOKEN_START + r"(?:AIza[0-9A-Za-z_-]{35}|ya29\.[0-9A-Za-z_-]{20,2048}"
           r"|GOCSPX-[0-9A-Za-z_-]{20,64})", None, ("aiza", "ya29.", "gocspx-"), "<redacted-google-key>"),
-    _Rule("openai", _TOKEN_START + r"sk-[A-Za-z0-9_-]{20,255}", None, ("sk-",), "<redacted-api-key>"),
+    # sk-: OpenAI's (sk-proj-, sk-svcacct-, sk-admin-, the old sk- and 48 letters and digits) and
+    # Anthropic's (sk-ant-); not OpenSSH's sk-ssh-ed25519@openssh.com algorithm names.
+    _Rule("openai", _TOKEN_START + r"sk-(?:(?:proj|svcacct|admin|ant)-[A-Za-z0-9_-]{20,255}|[A-Za-z0-9]{32,255})",
+          None, ("sk-",), "<redacted-api-key>"),
     _Rule("huggingface", _TOKEN_START + r"hf_[A-Za-z0-9]{30,255}", None, ("hf_",), "<redacted-hf-token>"),
     _Rule("npm", _TOKEN_START + r"npm_[A-Za-z0-9]{36,255}", None, ("npm_",), "<redacted-npm-token>"),
     _Rule("pypi", _TOKEN_START + r"pypi-[A-Za-z0-9_-]{50,1024}", None, ("pypi-",), "<redacted-pypi-token>"),
@@ -177,7 +190,7 @@ RULES = [
 # Every search pattern the built-in redaction runs (tests/unit checks that each is bounded).
 SEARCH_PATTERNS = [rule.regexp for rule in RULES] + [
     _BEGIN, _END, _SECRET_LABEL, _SECTION, _PUTTY_LINES, _YAML_DATA, _BRACE_DATA, _ENV_NAME, _ENV_VALUE,
-    _SCHEME, _SECRET_NAME, _COMMAND_END]
+    _SCHEME, _SECRET_NAME, _COMMAND_END, _DPKG_ARCH]
 # The anchored value readers: one character class (or a fixed-width alternative) repeated.
 VALUE_PATTERNS = [_VALUE_DQ, _VALUE_SQ, _VALUE_WORD, _VALUE_ARG, _VALUE_URL, _VALUE_URL_PART, _VALUE_AUTHORITY]
 
@@ -188,10 +201,13 @@ _MAGIC = [
     (b"\x04\x22\x4d\x18", "lz4"), (b"PK\x03\x04", "zip"), (b"PK\x05\x06", "zip"), (b"7z\xbc\xaf\x27\x1c", "7z"),
     (b"\x1f\x9d", "compress"), (b"Rar!\x1a\x07", "rar"),
 ]
-_OPENERS = {"gzip": lambda source: gzip.GzipFile(fileobj=source, mode="rb"),
-            "bzip2": lambda source: bz2.BZ2File(source, "rb"), "xz": lambda source: lzma.LZMAFile(source, "rb")}
+_OPENERS = {"gzip": lambda source: gzip.GzipFile(fileobj=source, mode="rb")}
+if bz2 is not None:
+    _OPENERS["bzip2"] = lambda source: bz2.BZ2File(source, "rb")
+if lzma is not None:
+    _OPENERS["xz"] = lambda source: lzma.LZMAFile(source, "rb")
 _SUFFIXES = {"gzip": (".gz", ".gzip", ".z"), "bzip2": (".bz2", ".bz"), "xz": (".xz", ".lzma")}
-_DECOMPRESS_ERRORS = (EOFError, OSError, zlib.error, lzma.LZMAError, ValueError)
+_DECOMPRESS_ERRORS = (EOFError, OSError, zlib.error, ValueError) + ((lzma.LZMAError,) if lzma else ())
 
 
 def compression(head):
@@ -458,6 +474,8 @@ class Redactor(object):
         self.ops += 1
         if at >= len(body):
             return at, at
+        if kind in ("line", "word") and match.group(0).endswith(":") and _DPKG_ARCH.match(body, at):
+            return at, at
         if kind == "quoted":
             # JSON and dict values: the quotes stay, what is between them goes.
             end = _quoted(body, at)
@@ -660,7 +678,14 @@ def redact_tree(root, extra_patterns=None, write=True):
     """
     extra = compile_patterns(extra_patterns or [])
     counts, unprocessed, decompressed, files = {}, {}, {}, 0
-    for folder, dirs, names in os.walk(root):
+
+    def unreadable(exc):
+        # A folder that cannot be listed would be packed unread: remove it instead.
+        if exc.filename and os.path.abspath(exc.filename) != os.path.abspath(root):
+            unprocessed[os.path.relpath(exc.filename, root)] = "folder could not be read (%s); %s" % (
+                exc.strerror, _remove(exc.filename, write))
+
+    for folder, dirs, names in os.walk(root, onerror=unreadable):
         for name in sorted(dirs):
             if os.path.islink(os.path.join(folder, name)):
                 unprocessed[os.path.relpath(os.path.join(folder, name), root)] = (
@@ -707,7 +732,10 @@ def _remove(path, write):
     if not write:
         return "would be removed from the bundle"
     try:
-        os.remove(path)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        else:
+            os.remove(path)
     except OSError as exc:
         return "NOT removed from the bundle (%s)" % exc
     return "removed from the bundle"

@@ -135,8 +135,8 @@ SECRET_CLASSES = [
     ("glpat-" + "e" * 20 + " xoxb-1234567890-" + "f" * 12 + " xoxp-12-34-" + "g" * 12, ["e" * 20, "f" * 12, "g" * 12]),
     ("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", ["wJalrXUtnFEMI"]),
     ("AKIAIOSFODNN7EXAMPLE ASIAIOSFODNN7EXAMPLE", ["IOSFODNN7EXAMPLE"]),
-    ("AIza" + "h" * 35 + " sk-proj-" + "i" * 24 + " hf_" + "j" * 34 + " npm_" + "k" * 36,
-     ["h" * 35, "i" * 24, "j" * 34, "k" * 36]),
+    ("AIza" + "h" * 35 + " sk-proj-" + "i" * 24 + " sk-" + "p" * 48 + " sk-ant-api03-" + "q" * 30 + " hf_" + "j" * 34 + " npm_" + "k" * 36,
+     ["h" * 35, "i" * 24, "p" * 48, "q" * 30, "j" * 34, "k" * 36]),
     ("pypi-AgEIcHlwaS5vcmc" + "l" * 60 + " sk_live_" + "m" * 24 + " rk_live_" + "n" * 24, ["l" * 60, "m" * 24, "n" * 24]),
     ("nvapi-" + "o" * 40 + " eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3In0.c2lnbmF0dXJlLXZhbHVl",
      ["o" * 40, "eyJzdWIiOiIxMjM0NTY3In0"]),
@@ -201,6 +201,11 @@ def test_each_class_of_secret_is_redacted(text, secrets):
     "ssh alice@gpu1.example -i ~/.ssh/id_ed25519",
     "mysql -u root -p db; app --password-stdin",
     "-----BEGIN CERTIFICATE-----",
+    # dpkg.log and apt's history.log name packages with their architecture
+    "2026-12-03 08:37:12 status installed passwd:amd64 1:4.13+dfsg1-1+deb12u2",
+    "Upgrade: login:amd64 (1:4.13+dfsg1-1+deb12u1, 1:4.13+dfsg1-1+deb12u2), passwd:arm64 (1:4.13)",
+    # sshd -T (tests/fixtures/compliance/sshd-T-debian12-default.txt)
+    "pubkeyacceptedalgorithms sk-ssh-ed25519-cert-v01@openssh.com,sk-ecdsa-sha2-nistp256-cert-v01@openssh.com",
 ])
 def test_lookalikes_are_kept(text):
     assert redact_text(text) == (text, 0)
@@ -506,3 +511,20 @@ def test_lines_appended_while_a_file_is_redacted_are_redacted_too(tmp_path, monk
     monkeypatch.setattr(redact.Redactor, "feed", feed_and_append)
     assert redact_file(str(path)) == 2
     assert path.read_text() == "one\ntwo token=<redacted>\nthree token=<redacted>\n"
+
+
+def test_a_folder_that_cannot_be_listed_is_removed_not_packed_unread(tmp_path, monkeypatch):
+    (tmp_path / "locked").mkdir()
+    (tmp_path / "locked" / "app.conf").write_text("password=x\n")
+    real = os.scandir
+
+    def refuse_locked(path="."):
+        if str(path).endswith("locked"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", refuse_locked)
+    report = redact_tree(str(tmp_path))
+    monkeypatch.undo()
+    assert report["unprocessed"] == {"locked": "folder could not be read (Permission denied); removed from the bundle"}
+    assert os.listdir(str(tmp_path)) == []
