@@ -310,18 +310,14 @@ def _repeats(items, inside=0):
         if name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
             low, high, body = arg
             yield low, high, inside, body
-            for found in _repeats(body, inside + (high > 1)):
-                yield found
+            yield from _repeats(body, inside + (high > 1))
         elif name == "SUBPATTERN":
-            for found in _repeats(arg[-1], inside):
-                yield found
+            yield from _repeats(arg[-1], inside)
         elif name == "BRANCH":
             for branch in arg[1]:
-                for found in _repeats(branch, inside):
-                    yield found
+                yield from _repeats(branch, inside)
         elif name in ("ASSERT", "ASSERT_NOT"):
-            for found in _repeats(arg[1], inside):
-                yield found
+            yield from _repeats(arg[1], inside)
 
 
 def test_every_search_pattern_is_bounded_and_unnested():
