@@ -10,7 +10,7 @@ import subprocess
 import pytest
 import testinfra
 
-NODES = ("firewall-debian12", "firewall-debian13")
+NODES = ("firewall-debian12", "firewall-ubuntu2404")
 PROBER = "firewall-prober"
 CHAIN = "GPUCLOUD-INPUT"
 # Open to the prober: public ports, its monitoring ports, the lab-dashboard service.
@@ -156,3 +156,14 @@ def test_controller_reaches_the_node_over_ssh(node):
 
 def _quote(text):
     return "'" + text.replace("'", "'\\''") + "'"
+
+
+def test_ufw_was_disabled_and_removed_where_it_was(node):
+    # prepare.yml installed and enabled ufw on the Ubuntu node (SSH allowed, INPUT dropped);
+    # the role (firewall_remove_ufw: true) disabled it and removed the package, which Breaks
+    # netfilter-persistent. `ufw disable` leaves its chains empty (and the jumps to them) until
+    # the next boot; none of them holds a rule, and the boot-time file names none.
+    assert not node.package("ufw").is_installed
+    assert node.package("netfilter-persistent").is_installed and node.package("iptables-persistent").is_installed
+    assert [line for line in node.check_output("iptables-save -t filter").splitlines() if line.startswith("-A ufw")] == []
+    assert "ufw" not in node.file("/etc/iptables/rules.v4").content_string
