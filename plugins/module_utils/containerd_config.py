@@ -413,7 +413,7 @@ def _config_version(document, what):
             "(containerd-config.toml(5)); only version 2 (containerd 1.x) and 3 (containerd 2.x) "
             "are handled: write 'containerd config default' to it and apply your changes again" % what)
     version = document["version"]
-    if type(version) is not int or version not in CRI_PLUGINS:
+    if isinstance(version, bool) or not isinstance(version, int) or version not in CRI_PLUGINS:
         raise ValueError("%s: version = %r; only version 2 (containerd 1.x) and 3 (containerd 2.x) "
                          "are handled" % (what, version))
     return version
@@ -474,12 +474,13 @@ def _merged_runtime(existing, desired, runtime_path, what, runtimes_path):
     """The nvidia runtime that is there, with what it needs from the copy (see plan_nvidia_runtime)."""
     binary = existing.get("options", {}).get("BinaryName")
     if binary not in (None, "", runtime_path):
+        wanted = json.dumps(runtime_path)
         raise ValueError(
             "%s: runtime %s already runs %s (%s.options.BinaryName; a GPU Operator installs its own), not %s; "
             "it is left alone: set replace_runtime (container_runtime_containerd_replace_nvidia) to replace it "
-            "with a copy of runc running %s" % (what, NVIDIA_RUNTIME, json.dumps(binary, default=str),
-                                                 _dotted(runtimes_path + (NVIDIA_RUNTIME,)),
-                                                 json.dumps(runtime_path), json.dumps(runtime_path)))
+            "with a copy of runc running %s"
+            % (what, NVIDIA_RUNTIME, json.dumps(binary, default=str), _dotted(runtimes_path + (NVIDIA_RUNTIME,)),
+               wanted, wanted))
     merged = _merge(desired, existing)
     merged["options"]["BinaryName"] = runtime_path
     if "SystemdCgroup" in desired["options"]:
