@@ -16,6 +16,7 @@ import sys
 import pytest
 import yaml
 
+from ansible_collections.gpucloud.fleet.tests.unit.plugins.modules.conftest import fixture_text
 from ansible_collections.gpucloud.fleet.tests.unit.roles.playbook_cases import ansible_env, assert_outcomes, case_play, run_cases, run_playbook
 
 # Modules run on localhost (set_vars gathers facts, docker.yml writes files): with the test's own Python.
@@ -183,3 +184,59 @@ def test_a_symlinked_daemon_json_is_written_through_with_its_mode(tmp_path):
     assert recap(run.stdout)[1] == 0
     assert config.is_symlink() and "nvidia" in json.loads(target.read_text())["runtimes"]
     assert stat.S_IMODE(os.stat(target).st_mode) == 0o600
+
+
+MIG_2X3G = ("GPU 0: NVIDIA H200 (UUID: GPU-4fc604de-9030-742c-d69f-594418e871d5)\n"
+            "  MIG 3g.71gb     Device  0: (UUID: MIG-0a1b2c3d-0000-5000-8000-000000000001)\n"
+            "  MIG 3g.71gb     Device  1: (UUID: MIG-0a1b2c3d-0000-5000-8000-000000000002)\n")
+MIG_7X1G = MIG_2X3G.splitlines(True)[0] + "".join(
+    "  MIG 1g.18gb     Device  %d: (UUID: MIG-0a1b2c3d-0000-5000-8000-00000000001%d)\n" % (n, n) for n in range(7))
+
+
+def test_the_cdi_spec_follows_the_mig_layout(tmp_path):
+    """Issue 28 item 9: cdi.yml on localhost with a stand-in nvidia-smi and nvidia-ctk. A MIG layout
+    change (gpucloud.fleet.gpu_sharing runs first) regenerates the spec; the same layout keeps it."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "scripts", "nvsim"))
+    import nvsim_ctk  # pylint: disable=import-outside-toplevel
+    spec_source = tmp_path / "generated.yaml"
+    spec_source.write_text(nvsim_ctk.render(nvsim_ctk.build_spec("h200-hgx8", "580.95.05"), "x.yaml"))
+    proc = tmp_path / "version"
+    proc.write_text(fixture_text("h200-ubuntu2404-driver580", "proc_driver_nvidia_version.txt"))
+    layout = tmp_path / "layout.txt"
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text("#!/bin/sh\n[ \"$1\" = -L ] && exec cat %s\nexit 9\n" % layout)
+    ctk = tmp_path / "nvidia-ctk"
+    calls = tmp_path / "ctk-calls"
+    ctk.write_text("#!/bin/sh\necho \"$*\" >> %s\ncp %s \"${3#--output=}\"\n" % (calls, spec_source))
+    for tool in (smi, ctk):
+        os.chmod(tool, 0o755)
+    record = tmp_path / "record" / "cdi-driver-version"
+    play = [{
+        "name": "CDI", "hosts": "localhost", "connection": "local", "gather_facts": False,
+        "vars": {"container_runtime_cdi_spec": str(tmp_path / "cdi" / "nvidia.yaml"),
+                 "__container_runtime_driver_package_regex": "^$"},
+        "tasks": [{"name": "Read the packages", "ansible.builtin.package_facts": {"manager": "auto"}},
+                  {"name": "Run cdi.yml", "ansible.builtin.include_role": {
+                      "name": "gpucloud.fleet.container_runtime", "tasks_from": "cdi"}}],
+    }]
+    (tmp_path / "cdi").mkdir()
+    playbook = tmp_path / "cdi.yml"
+    playbook.write_text(yaml.safe_dump(play, sort_keys=False))
+    extra = ["-e", json.dumps({"__container_runtime_proc_version_file": str(proc), "__container_runtime_nvidia_smi": str(smi),
+                               "__container_runtime_ctk": str(ctk), "__container_runtime_cdi_record": str(record)})]
+
+    def run():
+        result = run_playbook(tmp_path, playbook, args=extra, env=ENV)
+        assert recap(result.stdout)[1] == 0, result.stdout[-3000:]
+        return result.stdout
+
+    layout.write_text(MIG_2X3G)
+    run()
+    assert record.read_text().startswith("580.159.04\nlayout sha256:")
+    assert len(calls.read_text().splitlines()) == 1
+    run()
+    assert len(calls.read_text().splitlines()) == 1  # the same layout: the spec is kept
+    first_record = record.read_text()
+    layout.write_text(MIG_7X1G)
+    run()
+    assert len(calls.read_text().splitlines()) == 2 and record.read_text() != first_record
