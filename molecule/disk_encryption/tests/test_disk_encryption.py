@@ -8,8 +8,8 @@ import subprocess
 import pytest
 
 RECOVERY = "lab-recovery-passphrase-not-secret"
-SERVERS = ["http://disk_encryption-tang12", "http://disk_encryption-tang13"]
-THRESHOLD = {"disk_encryption-node12": 2, "disk_encryption-node13": 1}
+SERVERS = ["http://disk_encryption-tang12", "http://disk_encryption-tang2404"]
+THRESHOLD = {"disk_encryption-node12": 2, "disk_encryption-node2404": 1}
 
 
 def name(host):
