@@ -21,9 +21,9 @@ def _sshd(sshd_t):
         return None, None
     if isinstance(sshd_t, dict):
         if sshd_t.get("rc") != 0:
-            return None, "sshd -T failed on the host (rc %s: %s): its sshd configuration must pass " \
-                "sshd -T before host_hardening changes it" % (sshd_t.get("rc"), (sshd_t.get("stderr") or
-                                                                                    sshd_t.get("msg") or "").strip()[:300])
+            why = (sshd_t.get("stderr") or sshd_t.get("msg") or "").strip()[:300]
+            return None, ("sshd -T failed on the host (rc %s: %s): its sshd configuration must pass sshd -T "
+                          "before host_hardening changes it" % (sshd_t.get("rc"), why))
         sshd_t = sshd_t.get("stdout")
     if not isinstance(sshd_t, str):
         raise AnsibleFilterError("host_hardening_ssh_lockout: sshd_t must be sshd -T's output, got %r" % (sshd_t,))

@@ -537,6 +537,16 @@ _REPEAT_MAX = 64
 _CLASS_ESCAPES = {"d": "0123456789"}
 
 
+def _one_of(chars):
+    def pred(ch):
+        return ch in chars
+    return pred
+
+
+def _any_but_newline(ch):
+    return ch != "\n"
+
+
 class BlacklistPattern(object):
     """A Package-Blacklist entry, matched as unattended-upgrades would (re.match), in linear time."""
 
@@ -564,17 +574,16 @@ class BlacklistPattern(object):
                 e = p[i + 1]
                 if e.isalnum() and e not in _CLASS_ESCAPES:
                     self._fail("escape \\%s is not judged" % e)
-                chars = _CLASS_ESCAPES.get(e, e)
-                pred, i = (lambda ch, chars=chars: ch in chars), i + 2
+                pred, i = _one_of(_CLASS_ESCAPES.get(e, e)), i + 2
             elif c == ".":
-                pred, i = (lambda ch: ch != "\n"), i + 1
+                pred, i = _any_but_newline, i + 1
             elif c == "[":
                 pred, i = self._parse_class(p, i + 1, end)
             elif c in "()|^$*+?{}":
                 self._fail("%s is not judged (only literals, ., [classes], ^ at the start, $ at the end, "
                            "and * + ? {m,n} after one character)" % c)
             else:
-                pred, i = (lambda ch, c=c: ch == c), i + 1
+                pred, i = _one_of(c), i + 1
             low, high, i = self._parse_quantifier(p, i, end)
             items += [(pred, "one")] * low
             items += [(pred, "star")] if high is None else [(pred, "opt")] * (high - low)

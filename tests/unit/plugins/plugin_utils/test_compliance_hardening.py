@@ -88,9 +88,9 @@ def sshd_with(*lines):
     return parse_sshd_t_text(sshd_text_with(*lines))
 
 
-def alice(sshd, allow_groups=("fleet-ssh",), groups=("alice", "fleet-ssh"), keys=KEY, connection="ssh"):
+def alice(sshd, allow_groups=("fleet-ssh",), groups=("alice", "fleet-ssh"), keys=None, connection="ssh"):
     return ssh_lockout_problems("alice", list(groups), list(allow_groups), "prohibit-password", connection,
-                                authorized_keys_lines=keys, sshd=sshd)
+                                authorized_keys_lines=KEY if keys is None else keys, sshd=sshd)
 
 
 def test_the_default_debian_sshd_lets_an_allowed_key_holder_in():
