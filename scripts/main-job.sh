@@ -3,8 +3,9 @@
 # provision it with playbooks/site.yml, prove it with playbooks/verify.yml, and print the
 # fleet summary. The lab nodes have no GPU, and the summary says so.
 # Usage: scripts/main-job.sh up | down
-#   up    lab fleet "main" from inventories/lab-fleet.json (2 GPU-less nodes, Debian 12 + 13,
-#         and a Tang server), reached over SSH, inventory inventories/lab, reports in lab-artifacts/
+#   up    lab fleet "main" from inventories/lab-fleet.json (3 GPU-less nodes: Ubuntu 24.04 and
+#         22.04 with Ubuntu's real server driver packages, Debian 12; and a Tang server), reached
+#         over SSH, inventory inventories/lab, reports in lab-artifacts/
 #   down  detach the lab's loop devices, remove its containers and network
 set -euo pipefail
 # shellcheck source=scripts/env.sh
@@ -46,7 +47,8 @@ up() {
   echo "The lab nodes have no GPU: their profile (lab_gpu) expects gpu_count 0, so the GPU,"
   echo "driver-load, topology and burn-in checks are not applicable there and prove nothing"
   echo "about GPUs. What the lab does prove: the rollout order, batches, preflight, the roles'"
-  echo "changes on Debian 12 and 13, the Tang-bound data disks and the firewall."
+  echo "changes on Ubuntu 24.04 and 22.04 (Ubuntu's real server driver packages, whose nvidia-smi"
+  echo "cannot reach a driver in a container) and Debian 12, the Tang-bound data disks and the firewall."
   echo
   echo "== main job: timings"
   for t in "${timings[@]}"; do echo "  $t"; done
