@@ -1,17 +1,19 @@
 """Verify gpucloud.fleet.cuda_toolkit on the lab nodes' real state.
 
-The toolkit is Debian's real nvidia-cuda-toolkit (nvcc runs without a GPU). cuDNN comes
-from the scenario's signed loopback mirror, whose packages are STAND-INS built by
+The toolkit is the OS's real nvidia-cuda-toolkit (Debian's, Ubuntu's; nvcc runs without a
+GPU). cuDNN comes from the scenario's signed loopback mirror, whose packages are STAND-INS built by
 prepare.yml (their description says so): they carry cudnn_version.h with the version
 macros only, because NVIDIA's cuDNN cannot be reached from the lab.
 """
 import pytest
 
 NODES = {
-    "cuda_toolkit-debian12": {"cuda": "11.8", "cudnn": ("8", "9", "7"),
-                              "cudnn_pkgs": ["libcudnn8", "libcudnn8-dev"], "driver": "535.261.03"},
-    "cuda_toolkit-debian13": {"cuda": "12.4", "cudnn": ("9", "1", "0"),
-                              "cudnn_pkgs": ["libcudnn9-cuda-12", "libcudnn9-dev-cuda-12"], "driver": "550.163.01"},
+    "cuda_toolkit-debian12": {"cuda": "11.8", "cudnn": ("8", "9", "7"), "cudnn_pkgs": ["libcudnn8", "libcudnn8-dev"],
+                              "driver": "535.261.03", "held": "nvidia-smi"},
+    # Ubuntu's server driver: nvidia-utils-<branch>-server carries nvidia-smi.
+    "cuda_toolkit-ubuntu2404": {"cuda": "12.0", "cudnn": ("9", "1", "0"),
+                                "cudnn_pkgs": ["libcudnn9-cuda-12", "libcudnn9-dev-cuda-12"],
+                                "driver": "580.178.04", "held": "nvidia-utils-580-server"},
 }
 
 
@@ -41,14 +43,14 @@ def test_login_shell_environment(host, node):
 
 
 def test_runtime_library_on_linker_path(host):
-    # Debian's toolkit keeps libcudart in the multiarch directory, already on ld's path.
+    # Debian's and Ubuntu's toolkit keeps libcudart in the multiarch directory, already on ld's path.
     assert "libcudart.so" in host.check_output("ldconfig -p")
 
 
 def test_driver_lock_still_held(host, node):
     held = host.check_output("apt-mark showhold").split()
-    assert "nvidia-smi" in held
-    assert host.package("nvidia-smi").version.startswith(node["driver"] + "-")
+    assert node["held"] in held
+    assert host.package(node["held"]).version.startswith(node["driver"] + "-")
 
 
 def test_stand_in_cudnn_from_signed_mirror(host, node):
