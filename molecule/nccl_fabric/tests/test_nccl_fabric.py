@@ -10,11 +10,12 @@ import json
 import pytest
 import testinfra
 
-NODES = ("nccl_fabric-debian12", "nccl_fabric-debian13a", "nccl_fabric-debian13b")
+NODES = ("nccl_fabric-debian12", "nccl_fabric-ubuntu2204", "nccl_fabric-ubuntu2404a", "nccl_fabric-ubuntu2404b")
 RENDERER = {
     "nccl_fabric-debian12": "ifupdown",
-    "nccl_fabric-debian13a": "networkd",
-    "nccl_fabric-debian13b": "netplan",
+    "nccl_fabric-ubuntu2204": "netplan",
+    "nccl_fabric-ubuntu2404a": "netplan",
+    "nccl_fabric-ubuntu2404b": "networkd",
 }
 CONFIG_FILE = {
     "ifupdown": "/etc/network/interfaces.d/60-gpucloud-ib0",
@@ -101,9 +102,9 @@ def test_nccl_conf_rendered_from_the_captured_topology(host):
     )
     # DGX A100 capture: GPU0/1 sit behind mlx5_0/1 (PXB), GPU2/3 behind mlx5_2/3, and so on.
     # The lab is RoCE, so only NICs whose captured ibstat link layer is Ethernet qualify:
-    # debian13a's are all Ethernet; debian13b's only mlx5_0, which every GPU then takes as its
-    # nearest Ethernet NIC; debian12 lists no HCA, so its choice is by affinity alone.
-    hcas = ["mlx5_0"] if host.backend.get_hostname() == "nccl_fabric-debian13b" else ["mlx5_%d" % i for i in range(8)]
+    # ubuntu2404a's are all Ethernet; ubuntu2404b's only mlx5_0, which every GPU then takes as its
+    # nearest Ethernet NIC; debian12 and ubuntu2204 list no HCA, so their choice is by affinity alone.
+    hcas = ["mlx5_0"] if host.backend.get_hostname() == "nccl_fabric-ubuntu2404b" else ["mlx5_%d" % i for i in range(8)]
     assert settings == {
         "NCCL_DEBUG": "WARN",
         "NCCL_SOCKET_IFNAME": "=ib0",
@@ -115,14 +116,15 @@ def test_nccl_conf_rendered_from_the_captured_topology(host):
 def test_homogeneity_report_flags_the_real_and_the_injected_outlier(host):
     report = json.loads(host.file("/var/lib/gpucloud/nccl_fabric/homogeneity.json").content_string)
     assert report["hosts"] == list(NODES)
-    # real state: Debian 12 ships rdma-core 44.0, Debian 13 56.1
-    assert report["outliers"]["rdma_core"]["majority"].startswith("56.1")
-    assert list(report["outliers"]["rdma_core"]["outliers"]) == ["nccl_fabric-debian12"]
-    assert report["outliers"]["rdma_core"]["outliers"]["nccl_fabric-debian12"].startswith("44.0")
+    # real state: both Ubuntu 24.04 nodes ship rdma-core 50.0, Debian 12 44.0, Ubuntu 22.04 39.0
+    assert report["outliers"]["rdma_core"]["majority"].startswith("50.0")
+    outliers = report["outliers"]["rdma_core"]["outliers"]
+    assert sorted(outliers) == ["nccl_fabric-debian12", "nccl_fabric-ubuntu2204"]
+    assert outliers["nccl_fabric-debian12"].startswith("44.0") and outliers["nccl_fabric-ubuntu2204"].startswith("39.0")
     # injected through the nccl_fabric_version_overrides test seam on one node
     assert report["outliers"]["ofed"] == {
         "majority": "not installed",
-        "outliers": {"nccl_fabric-debian13b": "OFED-internal-24.10-1.1.4"},
+        "outliers": {"nccl_fabric-ubuntu2404b": "OFED-internal-24.10-1.1.4"},
     }
     assert "driver" not in report["outliers"] and "nccl" not in report["outliers"]
     installed = host.package("rdma-core").version
@@ -132,7 +134,7 @@ def test_homogeneity_report_flags_the_real_and_the_injected_outlier(host):
 def test_homogeneity_fail_on_rdma_core_run_left_its_report(host):
     report = json.loads(host.file("/var/lib/gpucloud-lab/homogeneity-fail-on-rdma-core.json").content_string)
     assert report["fail_on"] == ["rdma_core"]
-    assert "nccl_fabric-debian12" in report["outliers"]["rdma_core"]["outliers"]
+    assert sorted(report["outliers"]["rdma_core"]["outliers"]) == ["nccl_fabric-debian12", "nccl_fabric-ubuntu2204"]
 
 
 def test_nccl_tests_result_judged_from_the_captured_log(host):
