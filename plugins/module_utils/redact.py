@@ -208,6 +208,9 @@ if lzma is not None:
     _OPENERS["xz"] = lambda source: lzma.LZMAFile(source, "rb")
 _SUFFIXES = {"gzip": (".gz", ".gzip", ".z"), "bzip2": (".bz2", ".bz"), "xz": (".xz", ".lzma")}
 _DECOMPRESS_ERRORS = (EOFError, OSError, zlib.error, ValueError) + ((lzma.LZMAError,) if lzma else ())
+# A compressed file may expand without bound (a decompression bomb would fill the node's
+# /var/tmp): one that decompresses to more than this is removed and listed, never written out.
+MAX_DECOMPRESSED_BYTES = 4 * 1024 ** 3
 
 
 def compression(head):
@@ -551,19 +554,28 @@ class _Damaged(Exception):
     """A compressed stream could not be read to its end."""
 
 
-def _pump(source, redactor, out, damaged=()):
+class _TooLarge(ValueError):
+    """A compressed stream decompresses to more than its limit."""
+
+
+def _pump(source, redactor, out, damaged=(), limit=None):
     """Redact source's lines into out (None: count only) until the source ends; the count.
 
     damaged: exceptions of reading source that end it early (_Damaged is raised instead).
+    limit: the most bytes source may yield (_TooLarge past it); a line is never read past it.
     """
-    total = 0
+    total, read = 0, 0
     while True:
         try:
-            raw = source.readline()
+            raw = source.readline() if limit is None else source.readline(limit - read + 1)
         except damaged as exc:
             raise _Damaged("%s" % exc) from exc
         if not raw:
             return total
+        read += len(raw)
+        if limit is not None and read > limit:
+            raise _TooLarge("decompresses to more than %d bytes (a decompression bomb, or a file too large "
+                            "to redact here)" % limit)
         text, count = redactor.feed(raw.decode("utf-8", errors="surrogateescape"))
         total += count
         if out is not None:
@@ -631,13 +643,15 @@ def _decompressed_name(path, kind):
     return target
 
 
-def redact_compressed(path, kind, extra_patterns=None, write=True):
+def redact_compressed(path, kind, extra_patterns=None, write=True, limit=None):
     """Decompress a gzip, bzip2 or xz file, redact it, and replace it by the result.
 
     Returns (target path, replacements, note). A truncated or corrupt stream is redacted as far
     as it can be read, and the note says so. ValueError when the content is an archive or is
-    compressed again (the caller removes the file). OSError propagates.
+    compressed again, or when it decompresses to more than limit bytes (default
+    MAX_DECOMPRESSED_BYTES): the caller removes the file. OSError propagates.
     """
+    limit = MAX_DECOMPRESSED_BYTES if limit is None else limit
     redactor = Redactor(compile_patterns(extra_patterns or []))
     target = _decompressed_name(path, kind)
     source, info = _open_regular(path)
@@ -654,7 +668,7 @@ def redact_compressed(path, kind, extra_patterns=None, write=True):
 
         def produce(out):
             try:
-                return _pump(stream, redactor, out, _DECOMPRESS_ERRORS), ""
+                return _pump(stream, redactor, out, _DECOMPRESS_ERRORS, limit), ""
             except _Damaged as exc:
                 return redactor.count, "%s stream damaged or truncated (%s); redacted as far as it could be read" % (
                     kind, exc)
@@ -667,7 +681,7 @@ def redact_compressed(path, kind, extra_patterns=None, write=True):
     return target, total, note
 
 
-def redact_tree(root, extra_patterns=None, write=True):
+def redact_tree(root, extra_patterns=None, write=True, max_decompressed=None):
     """Redact every regular file under root with the built-in rules, then extra_patterns.
 
     Returns {'files': redacted file count, 'redactions': {relative path: count},
@@ -699,7 +713,7 @@ def redact_tree(root, extra_patterns=None, write=True):
             try:
                 kind = _kind(path)
                 if kind in _OPENERS:
-                    target, count, note = redact_compressed(path, kind, extra, write)
+                    target, count, note = redact_compressed(path, kind, extra, write, max_decompressed)
                     relative_target = os.path.relpath(target, root)
                     decompressed[relative] = "%s %s%s" % (
                         "decompressed to" if write else "would be decompressed to", relative_target,

@@ -50,7 +50,8 @@ description:
     C(x.log.decompressed) when C(x.log) exists); a truncated stream (the C(.gz) of a timed-out
     C(nvidia-bug-report.sh)) is redacted as far as it can be read. Archives (tar, zip, 7z, rar)
     and other compression (zstd, lz4, compress) are removed and listed in RV(unprocessed):
-    no file leaves unread."
+    no file leaves unread. A compressed file that decompresses to more than 4 GiB (a
+    decompression bomb) is removed and listed too, never written out."
   - A file that cannot be read or written is removed from the folder where possible (it might
     hold a secret) and listed in RV(unprocessed) with the reason.
   - Redaction is pattern matching; look at a bundle before sending it outside.

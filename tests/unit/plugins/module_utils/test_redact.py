@@ -524,3 +524,40 @@ def test_a_folder_that_cannot_be_listed_is_removed_not_packed_unread(tmp_path, m
     monkeypatch.undo()
     assert report["unprocessed"] == {"locked": "folder could not be read (Permission denied); removed from the bundle"}
     assert os.listdir(str(tmp_path)) == []
+
+
+def test_a_decompression_bomb_is_removed_and_listed_never_written(tmp_path):
+    # 64 KiB of gzip that expands to 16 MiB (one long line and many short ones): past the limit
+    # the file is removed and listed, and nothing decompressed is left beside it.
+    import gzip
+    (tmp_path / "bomb.log.gz").write_bytes(gzip.compress(b"x" * (8 << 20) + b"\n" + b"password=p\n" * (800000)))
+    (tmp_path / "small.log.gz").write_bytes(gzip.compress(b"password=p\n"))
+    report = redact_tree(str(tmp_path), max_decompressed=1 << 20)
+    assert sorted(os.listdir(str(tmp_path))) == ["small.log"]
+    assert report["unprocessed"]["bomb.log.gz"].startswith("decompresses to more than 1048576 bytes")
+    assert report["unprocessed"]["bomb.log.gz"].endswith("; removed from the bundle")
+    assert report["decompressed"] == {"small.log.gz": "decompressed to small.log"}
+
+
+def test_the_decompression_limit_reads_no_line_past_it(tmp_path):
+    import gzip
+    from ansible_collections.gpucloud.fleet.plugins.module_utils import redact
+
+    class Counting(object):
+        def __init__(self, data):
+            self.inner, self.largest = gzip.GzipFile(fileobj=data), 0
+
+        def readline(self, size=-1):
+            line = self.inner.readline(size)
+            self.largest = max(self.largest, len(line))
+            return line
+
+    import io
+    source = Counting(io.BytesIO(gzip.compress(b"y" * (4 << 20))))
+    try:
+        redact._pump(source, redact.Redactor([]), None, (), 1000)
+    except ValueError as exc:
+        assert "more than 1000 bytes" in str(exc)
+    else:
+        raise AssertionError("a 4 MiB line passed a 1000-byte limit")
+    assert source.largest <= 1001
