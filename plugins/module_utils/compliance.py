@@ -569,12 +569,7 @@ class BlacklistPattern(object):
         while i < end:
             c = p[i]
             if c == "\\":
-                if i + 1 >= end:
-                    self._fail("ends in a lone backslash")
-                e = p[i + 1]
-                if e.isalnum() and e not in _CLASS_ESCAPES:
-                    self._fail("escape \\%s is not judged" % e)
-                pred, i = _one_of(_CLASS_ESCAPES.get(e, e)), i + 2
+                pred, i = _one_of(self._escape(p, i, end)), i + 2
             elif c == ".":
                 pred, i = _any_but_newline, i + 1
             elif c == "[":
@@ -588,6 +583,15 @@ class BlacklistPattern(object):
             items += [(pred, "one")] * low
             items += [(pred, "star")] if high is None else [(pred, "opt")] * (high - low)
         return items, anchored_end
+
+    def _escape(self, p, i, end):
+        """The characters the escape at p[i] (a backslash) stands for; refuses what is not judged."""
+        if i + 1 >= end:
+            self._fail("ends in a lone backslash")
+        e = p[i + 1]
+        if e.isalnum() and e not in _CLASS_ESCAPES:
+            self._fail("escape \\%s is not judged" % e)
+        return _CLASS_ESCAPES.get(e, e)
 
     def _parse_quantifier(self, p, i, end):
         if i >= end or p[i] not in "*+?{":
@@ -620,12 +624,7 @@ class BlacklistPattern(object):
             first = False
             c = p[i]
             if c == "\\":
-                if i + 1 >= end:
-                    self._fail("ends in a lone backslash")
-                e = p[i + 1]
-                if e.isalnum() and e not in _CLASS_ESCAPES:
-                    self._fail("escape \\%s is not judged" % e)
-                chars.update(_CLASS_ESCAPES.get(e, e))
+                chars.update(self._escape(p, i, end))
                 i += 2
                 continue
             if c == "[":
