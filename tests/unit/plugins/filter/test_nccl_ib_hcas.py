@@ -7,7 +7,7 @@ import pytest
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpucloud.fleet.plugins.filter.nccl_ib_hcas import FilterModule, nccl_ib_hcas
+from ansible_collections.gpucloud.fleet.plugins.filter.nccl_ib_hcas import nccl_ib_hcas
 from ansible_collections.gpucloud.fleet.plugins.module_utils.ibstat import parse_ibstat
 from ansible_collections.gpucloud.fleet.plugins.module_utils.topology import parse_topo_matrix
 from ansible_collections.gpucloud.fleet.tests.unit.plugins.modules.conftest import fixture_text
@@ -22,10 +22,6 @@ def dgx_a100():
 def mixed_hcas():
     # mlx5_0 Ethernet, mlx5_1..8 InfiniBand.
     return parse_ibstat(fixture_text("public", "ibstat", "a100-vm-9x-mt4126-roce-200g-gpud.txt"))
-
-
-def test_filter_is_registered():
-    assert FilterModule().filters() == {"nccl_ib_hcas": nccl_ib_hcas}
 
 
 def test_role_arguments(dgx_a100, mixed_hcas):
