@@ -3,8 +3,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 
 # Documentation: compliance_node_report.yml, compliance_fleet_report.yml,
-# compliance_markdown.yml, compliance_volume_probes.yml and compliance_evidence_file_name.yml
-# beside this file.
+# compliance_markdown.yml, compliance_volume_probes.yml, compliance_evidence_file_name.yml and
+# compliance_scap_content.yml beside this file.
 
 
 from ansible.errors import AnsibleFilterError
@@ -17,6 +17,7 @@ from ansible_collections.gpucloud.fleet.plugins.module_utils.compliance import (
     node_report,
     volume_probes,
 )
+from ansible_collections.gpucloud.fleet.plugins.plugin_utils.compliance_scap import ScapContentError, scap_content
 
 
 def _plain(value):
@@ -66,6 +67,17 @@ def compliance_evidence_file_name(name):
         raise AnsibleFilterError("compliance_evidence_file_name: %s" % exc) from exc
 
 
+def compliance_scap_content(facts, profile=None, tailoring=None, overrides=None):
+    if not isinstance(facts, dict):
+        raise AnsibleFilterError("compliance_scap_content: the node's ansible_facts are required")
+    facts = _plain(facts)
+    try:
+        return scap_content(str(facts.get("distribution", "")), str(facts.get("distribution_major_version", "")),
+                            _plain(profile), _plain(tailoring), _plain(overrides))
+    except ScapContentError as exc:
+        raise AnsibleFilterError("compliance_scap_content: %s" % exc) from exc
+
+
 class FilterModule(object):
     def filters(self):
         return {
@@ -74,4 +86,5 @@ class FilterModule(object):
             "compliance_markdown": compliance_markdown,
             "compliance_volume_probes": compliance_volume_probes,
             "compliance_evidence_file_name": compliance_evidence_file_name,
+            "compliance_scap_content": compliance_scap_content,
         }
