@@ -185,6 +185,11 @@ def fm_names(version):
     return "nvidia-fabricmanager-%d" % branch, "libnvidia-nscq-%d" % branch
 
 
+def ubuntu_compute_name(version):
+    """Ubuntu's name of the package that carries NVML in VERSION's server driver branch."""
+    return "libnvidia-compute-%s-server" % version.split(".")[0]
+
+
 def package(name, version, description, depends=(), files=None, scripts=None, conffiles=(), extra=None):
     return {
         "name": name,
@@ -233,6 +238,7 @@ def package_specs(version, date="Tue Dec  1 00:00:00 UTC 2026"):
     full = "%s-%s" % (version, REVISION)
     exact = "(= %s)" % full
     fm, nscq = fm_names(version)
+    compute = ubuntu_compute_name(version)
     marker = "/usr/share/doc/%s/nvsim-version"
     smi_files = {
         "/usr/bin/nvidia-smi": launcher("simulated nvidia-smi", "nvsim_smi", version,
@@ -248,6 +254,14 @@ def package_specs(version, date="Tue Dec  1 00:00:00 UTC 2026"):
                 depends=["python3", "libnvidia-ml1 %s" % exact], files=smi_files),
         package("libnvidia-ml1", version, "NVIDIA Management Library placeholder, no library inside (%s)" % STANDIN,
                 files={marker % "libnvidia-ml1": (version + "\n", 0o644)}),
+        # Ubuntu's server driver carries NVML in libnvidia-compute-<branch>-server (the name the
+        # roles read on Ubuntu): the same marker under that name, in place of libnvidia-ml1 (which
+        # it provides, so nvidia-smi's dependency holds), one branch at a time.
+        package(compute, version, "NVIDIA compute libraries placeholder under Ubuntu's server driver name, "
+                "no library inside (%s)" % STANDIN,
+                files={marker % compute: (version + "\n", 0o644)},
+                extra={"Provides": "libnvidia-ml1 %s, libnvidia-compute" % exact,
+                       "Conflicts": "libnvidia-ml1, libnvidia-compute", "Replaces": "libnvidia-ml1, libnvidia-compute"}),
         package("libcuda1", version, "NVIDIA CUDA driver library placeholder, no library inside (%s)" % STANDIN,
                 depends=["libnvidia-ml1 %s" % exact],
                 files={marker % "libcuda1": (version + "\n", 0o644)}),

@@ -20,10 +20,12 @@ What it describes comes from the lab, not from NVML: the GPUs of the nvsim profi
 /etc/nvsim/profile (8 for ``h200-hgx8`` and ``a100-sxm8``, UUIDs as the simulated
 nvidia-smi makes them), and the driver version of the loaded module
 (/proc/driver/nvidia/version). A container cannot load a module, so there it takes the
-version of the installed nvsim ``libnvidia-ml1`` instead: the real tool would fail there
+version of the installed nvsim NVML package instead (``libnvidia-ml1``, Debian's name, or
+``libnvidia-compute-<branch>-server``, Ubuntu's): the real tool would fail there
 ("failed to initialize NVML"), which this one does only when neither exists.
 """
 
+import glob
 import json
 import os
 import re
@@ -42,6 +44,7 @@ PROC_VERSION = re.compile(r"NVRM version:.*?\s([0-9]{3}\.[0-9]{1,3}(?:\.[0-9]{1,
 PATHS = {
     "proc": "/proc/driver/nvidia/version",
     "marker": "/usr/share/doc/libnvidia-ml1/nvsim-version",
+    "ubuntu_markers": "/usr/share/doc/libnvidia-compute-*/nvsim-version",
     "profile": "/etc/nvsim/profile",
     "spec_dirs": ("/etc/cdi", "/var/run/cdi"),
 }
@@ -64,7 +67,18 @@ def driver_version(proc_text, marker_text):
     if marker_text and marker_text.strip():
         return marker_text.strip()
     raise CtkError("failed to initialize NVML: ERROR_LIBRARY_NOT_FOUND (no NVIDIA driver: "
-                   "no /proc/driver/nvidia/version and no nvsim libnvidia-ml1)")
+                   "no /proc/driver/nvidia/version and no nvsim libnvidia-ml1 or libnvidia-compute-*)")
+
+
+def userspace_marker(paths):
+    """The installed nvsim NVML package's version marker: Debian's name, else Ubuntu's (one branch
+    is installed at a time: the stand-ins conflict), else None."""
+    text = read(paths["marker"])
+    if text is None and paths.get("ubuntu_markers"):
+        for path in sorted(glob.glob(paths["ubuntu_markers"])):
+            text = read(path)
+            break
+    return text
 
 
 def build_spec(profile, driver):
@@ -148,7 +162,7 @@ def main(argv, paths=None, out=sys.stdout, err=sys.stderr):
         if argv[:2] == ["cdi", "generate"]:
             output = option(argv[2:], "--output") or ""
             profile = (read(paths["profile"]) or "").strip()
-            spec = build_spec(profile, driver_version(read(paths["proc"]), read(paths["marker"])))
+            spec = build_spec(profile, driver_version(read(paths["proc"]), userspace_marker(paths)))
             text = render(spec, output or "stdout.yaml")
             if not output:
                 out.write(text)

@@ -6,11 +6,13 @@
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 
 import pytest
+import yaml
 
 from ansible_collections.gpucloud.fleet.plugins.module_utils import nvml, persistence, topology, xid
 from ansible_collections.gpucloud.fleet.plugins.plugin_utils import acceptance
@@ -26,6 +28,9 @@ import nvsim_fault  # noqa: E402  pylint: disable=wrong-import-position
 import nvsim_smi  # noqa: E402  pylint: disable=wrong-import-position
 
 FIXTURES = os.path.join(ROOT, "tests", "fixtures")
+# The package whose version container_runtime (and cuda_toolkit) read as the driver's on Ubuntu.
+with open(os.path.join(ROOT, "roles", "container_runtime", "vars", "Ubuntu.yml"), encoding="utf-8") as _vars:
+    UBUNTU_DRIVER_REGEX = yaml.safe_load(_vars)["__container_runtime_driver_package_regex"]
 H200 = os.path.join(FIXTURES, "h200-ubuntu2404-driver580")
 BUS_H200 = ["00000000:%s:00.0" % bus for bus in ("18", "2A", "3A", "5D", "9A", "AB", "BA", "DB")]
 
@@ -286,12 +291,28 @@ def test_package_names_and_pins(version, fm, nscq):
     assert [name for name in specs if name.endswith("-580")] == []
 
 
+@pytest.mark.parametrize("version,branch", [("550.163.01", "550"), ("580.95.05", "580")])
+def test_ubuntu_named_userspace_matches_the_roles_regex_and_stands_for_libnvidia_ml1(version, branch):
+    specs = {spec["name"]: spec for spec in build_repo.package_specs(version)}
+    full = "%s-1~gpucloudsim1" % version
+    ubuntu = [name for name in specs if re.match(UBUNTU_DRIVER_REGEX, name)]
+    assert ubuntu == ["libnvidia-compute-%s-server" % branch]
+    spec = specs[ubuntu[0]]
+    assert spec["version"] == full
+    assert spec["files"]["/usr/share/doc/%s/nvsim-version" % ubuntu[0]][0] == version + "\n"
+    # nvidia-smi's "libnvidia-ml1 (= VERSION)" holds; one branch (and one NVML) at a time.
+    assert "libnvidia-ml1 (= %s)" % full in spec["extra"]["Provides"].split(", ")
+    assert set(spec["extra"]["Conflicts"].split(", ")) == {"libnvidia-ml1", "libnvidia-compute"}
+    assert "libnvidia-compute" in spec["extra"]["Provides"].split(", ")
+    assert not re.match(UBUNTU_DRIVER_REGEX, "libnvidia-ml1")
+
+
 @pytest.mark.skipif(not all(shutil.which(tool) for tool in ("dpkg-deb", "apt-ftparchive", "gpg", "gpgconf")),
                     reason="needs dpkg-deb, apt-ftparchive (apt-utils) and gpg: see requirements/nvsim.deb")
 def test_build_repo_makes_a_signed_flat_repository(tmp_path):
     outdir = str(tmp_path / "nvsim")
     debs = build_repo.build(outdir)
-    assert len(debs) == 16  # 8 per driver version (550, 580), no shims
+    assert len(debs) == 18  # 9 per driver version (550, 580), no shims
     repo = os.path.join(outdir, "repo")
     for name in ("Packages", "Packages.gz", "Release", "InRelease", "Release.gpg", "key.asc"):
         assert os.path.isfile(os.path.join(repo, name))
@@ -301,6 +322,9 @@ def test_build_repo_makes_a_signed_flat_repository(tmp_path):
     assert "Version: 580.95.05-1~gpucloudsim1" in fields and "libnvidia-ml1 (= 580.95.05-1~gpucloudsim1)" in fields
     listing = subprocess.run(["dpkg-deb", "-c", deb], check=True, capture_output=True, text=True).stdout
     assert "root/root" in listing and "./usr/bin/nvidia-smi" in listing
+    ubuntu = os.path.join(repo, "libnvidia-compute-580-server_580.95.05-1~gpucloudsim1_amd64.deb")
+    provides = subprocess.run(["dpkg-deb", "-f", ubuntu, "Provides"], check=True, capture_output=True, text=True).stdout
+    assert provides.strip() == "libnvidia-ml1 (= 580.95.05-1~gpucloudsim1), libnvidia-compute"
     verify = subprocess.run(["gpg", "--batch", "--verify", "InRelease"], cwd=repo, capture_output=True, text=True,
                             env=dict(os.environ, GNUPGHOME=os.path.join(outdir, "gnupg")), check=False)
     subprocess.run(["gpgconf", "--kill", "gpg-agent"], env=dict(os.environ, GNUPGHOME=os.path.join(outdir, "gnupg")),

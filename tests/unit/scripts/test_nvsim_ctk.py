@@ -89,6 +89,19 @@ def test_no_driver_and_no_gpus_fail_like_the_real_tool(tmp_path):
     assert status == 1 and "no NVIDIA GPUs found" in err
 
 
+@pytest.mark.parametrize("branch_dir,version", [("libnvidia-compute-580-server", "580.95.05"),
+                                                ("libnvidia-compute-550-server", "550.163.01")])
+def test_generate_reads_the_userspace_under_ubuntus_name(tmp_path, branch_dir, version):
+    """On Ubuntu the stand-in NVML is libnvidia-compute-<branch>-server (no libnvidia-ml1 marker)."""
+    paths = lab(tmp_path, marker=None)
+    (tmp_path / "doc" / branch_dir).mkdir(parents=True)
+    (tmp_path / "doc" / branch_dir / "nvsim-version").write_text(version + "\n", encoding="utf-8")
+    paths["ubuntu_markers"] = str(tmp_path / "doc" / "libnvidia-compute-*" / "nvsim-version")
+    status, _out, err = ctk(["cdi", "generate", "--output=%s" % (tmp_path / "x.yaml")], paths)
+    assert status == 0, err
+    assert "libcuda.so.%s" % version in (tmp_path / "x.yaml").read_text(encoding="utf-8")
+
+
 def test_version_and_unknown_commands(tmp_path):
     assert nvsim_ctk.main(["--version"], lab(tmp_path), io.StringIO(), io.StringIO()) == 0
     out = io.StringIO()
