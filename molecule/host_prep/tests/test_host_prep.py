@@ -10,7 +10,7 @@ import pytest
 NOUVEAU_CONF = "/etc/modprobe.d/gpucloud-blacklist-nouveau.conf"
 GRUB_FRAGMENT = "/etc/default/grub.d/90-gpucloud-host-prep.cfg"
 SYSCTL_FILE = "/etc/sysctl.d/99-zz-gpucloud-host-prep.conf"
-MARKER = "/run/gpucloud/reboot-required.host_prep"
+REASONS = "/run/gpucloud/reboot-reasons"
 SUSHY_DIR = os.path.join(os.environ.get("MOLECULE_EPHEMERAL_DIRECTORY", "/nonexistent"), "sushy")
 
 
@@ -125,7 +125,11 @@ def test_mokutil_installed(host):
 
 
 def test_reboot_reasons_recorded_until_reboot(host):
-    reasons = host.file(MARKER).content_string.split()
+    # gpucloud.fleet.node_reboot's record: where update-notifier and kured look, and ours.
+    assert host.file("/run/reboot-required").content_string == "*** System restart required ***\n"
+    lines = host.file(REASONS).content_string.splitlines()
+    assert all(line.startswith("host_prep: ") for line in lines), lines
+    reasons = [line[len("host_prep: "):] for line in lines]
     assert "nouveau-blacklist" in reasons and "kernel-cmdline" in reasons
     has_bmc = host.backend.get_hostname() == "host-prep-debian12"
     assert ("bios-settings" in reasons) == has_bmc
