@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpucloud.fleet.plugins.module_utils import xid
-from ansible_collections.gpucloud.fleet.plugins.plugin_utils import acceptance, pcie_acs
+from ansible_collections.gpucloud.fleet.plugins.plugin_utils import acceptance
 
 
 def _plain(value):
@@ -59,15 +59,18 @@ def acceptance_site_summary(nodes, stages_all, stages_enabled, skip_reasons=None
                                             [str(h) for h in expected or []])
 
 
-def acceptance_stack_versions(text):
-    return acceptance.parse_stack_versions(str(text or ""))
-
-
-def acceptance_stack_from_packages(text, patterns):
-    if not isinstance(patterns, Mapping):
-        raise AnsibleFilterError("acceptance_stack_from_packages: patterns must map a component to a list of "
-                                 "package name patterns, got %s" % type(patterns).__name__)
-    return acceptance.stack_from_packages(str(text or ""), _plain(patterns))
+def acceptance_observed(observation, cuda=None, burn_in=None):
+    """node_observation's observation plus the CUDA context and burn-in runs, ready for acceptance_checks."""
+    if not isinstance(observation, Mapping):
+        raise AnsibleFilterError("acceptance_observed: expected the node_observation module's observation (a "
+                                 "mapping), got %s" % type(observation).__name__)
+    if burn_in is not None and not isinstance(burn_in, Mapping):
+        raise AnsibleFilterError("acceptance_observed: burn_in must be the burn-in task's result (rc, stdout, "
+                                 "stderr), got %s" % type(burn_in).__name__)
+    try:
+        return acceptance.observed(_plain(observation), None if cuda is None else str(cuda), _plain(burn_in))
+    except acceptance.AcceptanceError as exc:
+        raise AnsibleFilterError("acceptance_observed: %s" % exc) from exc
 
 
 def acceptance_xid_summary(text, as_text=False):
@@ -75,35 +78,13 @@ def acceptance_xid_summary(text, as_text=False):
     return xid.summary_text(summary) if as_text else summary
 
 
-def acceptance_driver_reboot(text, installed=None):
-    return acceptance.driver_reboot_pending(str(text or ""), installed)
-
-
-def acceptance_cuda_context(text):
-    try:
-        return acceptance.parse_cuda_context(str(text or ""))
-    except acceptance.AcceptanceError as exc:
-        return {"error": str(exc), "devices": []}
-
-
-def acceptance_pcie_acs(text):
-    try:
-        return pcie_acs.judge(pcie_acs.parse_lspci(str(text or "")))
-    except pcie_acs.LspciError as exc:
-        return {"redirecting": [], "ports": 0, "error": str(exc)}
-
-
 class FilterModule(object):
     def filters(self):
         return {
             "acceptance_checks": acceptance_checks,
-            "acceptance_cuda_context": acceptance_cuda_context,
-            "acceptance_driver_reboot": acceptance_driver_reboot,
             "acceptance_fleet": acceptance_fleet,
             "acceptance_markdown": acceptance_markdown,
-            "acceptance_pcie_acs": acceptance_pcie_acs,
+            "acceptance_observed": acceptance_observed,
             "acceptance_site_summary": acceptance_site_summary,
-            "acceptance_stack_from_packages": acceptance_stack_from_packages,
-            "acceptance_stack_versions": acceptance_stack_versions,
             "acceptance_xid_summary": acceptance_xid_summary,
         }

@@ -4,10 +4,11 @@
 
 """Node acceptance: observed facts + the host's hardware profile -> a list of checks.
 
-Pure functions, no Ansible objects: playbooks/verify.yml gathers the observations
-(nvidia_gpu_info facts, nvidia_topology mismatches, ib_info mismatches, package
-versions, Tang binding, firewall state, burn-in numbers) and hands them here
-through the gpucloud.fleet.acceptance_* filters.
+Pure functions, no Ansible objects: the node_acceptance role reads the node with one
+module, gpucloud.fleet.node_observation (GPU facts, topology and InfiniBand mismatches,
+package versions, the pending-reboot record, Tang binding, firewall state), runs the CUDA
+context and burn-in scripts, and hands the lot here through the gpucloud.fleet.acceptance_*
+filters (:func:`observed`, then :func:`evaluate`).
 
 Every check is ``{host, check, status, ok, detail}`` with status
 
@@ -24,12 +25,13 @@ Every check is ``{host, check, status, ok, detail}`` with status
 """
 
 
-import fnmatch
 import json
 import re
 
 from ansible_collections.gpucloud.fleet.plugins.module_utils import mig_layout
 from ansible_collections.gpucloud.fleet.plugins.module_utils import xid as xid_table
+from ansible_collections.gpucloud.fleet.plugins.module_utils.node_observation import version_matches
+from ansible_collections.gpucloud.fleet.plugins.plugin_utils import pcie_acs
 
 PASS, FAIL, NA, SKIPPED, PENDING = "pass", "fail", "n/a", "skipped", "pending"
 STATUSES = (PASS, FAIL, NA, SKIPPED, PENDING)
@@ -76,20 +78,6 @@ def _check(host, name, status, detail):
     return {"host": host, "check": name, "status": status, "ok": status != FAIL, "detail": detail}
 
 
-def version_matches(locked, found):
-    """True when FOUND is the locked version: '13.0' matches '13.0.2-1', '2.28' matches '2.28.9'.
-
-    Debian epochs (``1:``) and a Debian revision do not count; the locked version's
-    components must all equal the found version's first components.
-    """
-    if locked is None or found is None:
-        return False
-    found = str(found).split(":", 1)[-1]
-    want = re.findall(r"\d+", str(locked))
-    have = re.findall(r"\d+", found.split("-", 1)[0]) or re.findall(r"\d+", found)
-    return bool(want) and [int(x) for x in have[:len(want)]] == [int(x) for x in want]
-
-
 def model_matches(wanted, name):
     """True when the GPU NAME is the profile's WANTED model, whole words only.
 
@@ -104,7 +92,7 @@ def model_matches(wanted, name):
 
 
 def parse_cuda_context(text):
-    """The JSON printed by playbooks/files/cuda_context.py -> {error, devices}.
+    """The JSON printed by roles/node_acceptance/files/cuda_context.py -> {error, devices}.
 
     ``error`` says why CUDA could not start at all (libcuda.so.1 missing, cuInit failed);
     ``devices`` is a list of {index, ok, error} with ``error`` like
@@ -126,84 +114,44 @@ def parse_cuda_context(text):
     return {"error": data.get("error"), "devices": devices}
 
 
-def cudnn_version_text(number):
-    """cuDNN's integer version (``cudnnGetVersion()``: 91900, 8902) as text ('9.19.0', '8.9.2')."""
-    number = int(number)
-    if number >= 90000:
-        return "%d.%d.%d" % (number // 10000, (number % 10000) // 100, number % 100)
-    return "%d.%d.%d" % (number // 1000, (number % 1000) // 100, number % 100)
+def burn_in_result(rc, stdout, stderr):
+    """What burn_in.py's run says: its JSON numbers, or {error} with its last words."""
+    if rc == 0:
+        try:
+            data = json.loads(stdout or "")
+        except ValueError:
+            return {"error": "burn_in.py printed no JSON: %r" % (stdout or "")[-200:]}
+        if not isinstance(data, dict):
+            return {"error": "burn_in.py printed JSON of the wrong shape: %r" % (data,)}
+        return data
+    lines = (stderr or "").strip().split("\n")
+    return {"error": lines[-1].strip() or "rc %s" % rc}
 
 
-def parse_stack_versions(text):
-    """A ``stack-versions.txt`` capture (torch's view of NCCL, CUDA, cuDNN) -> {cuda, cudnn, nccl}.
+def observed(observation, cuda_text=None, burn_in=None):
+    """The node_observation module's OBSERVATION, with what the controller adds, ready for :func:`evaluate`.
 
-    Lines look like ``nccl (2, 28, 9)``, ``cuda 13.0``, ``cudnn 91900``; other lines are ignored.
+    ``lspci`` ({text} of ``lspci -vvv``) becomes ``pcie_acs`` (pcie_acs.judge); CUDA_TEXT, the output
+    of cuda_context.py (None: not run), becomes ``cuda``; BURN_IN, burn_in.py's run as a task result
+    ({rc, stdout, stderr}; None: not run), becomes ``burn_in``.
     """
-    result = {"cuda": None, "cudnn": None, "nccl": None}
-    for line in (text or "").splitlines():
-        key, _sep, value = line.strip().partition(" ")
-        key, value = key.lower(), value.strip()
-        if key not in result or not value:
-            continue
-        numbers = re.findall(r"\d+", value)
-        if key == "cudnn" and len(numbers) == 1:
-            result[key] = cudnn_version_text(numbers[0])
-        elif numbers:
-            result[key] = ".".join(numbers)
+    if not isinstance(observation, dict):
+        raise AcceptanceError("the observation must be the node_observation module's dict, got %r" % (observation,))
+    result = dict(observation)
+    lspci = result.pop("lspci", None)
+    if lspci is not None:
+        try:
+            result["pcie_acs"] = pcie_acs.judge(pcie_acs.parse_lspci(str(lspci.get("text") or "")))
+        except pcie_acs.LspciError as exc:
+            result["pcie_acs"] = {"redirecting": [], "ports": 0, "error": str(exc)}
+    if cuda_text is not None:
+        try:
+            result["cuda"] = parse_cuda_context(str(cuda_text))
+        except AcceptanceError as exc:
+            result["cuda"] = {"error": str(exc), "devices": []}
+    if burn_in is not None:
+        result["burn_in"] = burn_in_result(burn_in.get("rc"), burn_in.get("stdout"), burn_in.get("stderr"))
     return result
-
-
-def stack_from_packages(text, patterns):
-    """Installed versions per component from a package listing.
-
-    TEXT has one ``name version [status]`` line per package, blank-separated
-    (``dpkg-query -W -f`` or ``rpm -qa --qf``); PATTERNS maps a component (driver, cuda, cudnn, nccl) to shell
-    patterns of package names, best first. The first pattern with an installed package
-    gives the version (the highest when several match); no match gives None.
-    """
-    installed = {}
-    for line in (text or "").splitlines():
-        parts = line.split()
-        if len(parts) >= 2 and (len(parts) < 3 or parts[2].strip() in ("installed", "")):
-            if parts[1].strip():
-                installed[parts[0].strip()] = parts[1].strip()
-    result = {}
-    for component, wanted in (patterns or {}).items():
-        result[component] = None
-        for pattern in wanted or []:
-            versions = [installed[name] for name in sorted(installed) if fnmatch.fnmatchcase(name, pattern)]
-            if versions:
-                result[component] = max(versions, key=lambda v: [int(x) for x in re.findall(r"\d+", v)])
-                break
-    return result
-
-
-# /proc/driver/nvidia/version: "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.95.05  Release
-# Build ..." (open flavour) or "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.163.01  <date>".
-PROC_VERSION_RE = re.compile(r"Kernel Module(?: for [^ ]+)?\s+([0-9]+\.[0-9.]+)")
-
-
-def loaded_driver_version(text):
-    """The version of the loaded NVIDIA kernel module from /proc/driver/nvidia/version, or None."""
-    match = PROC_VERSION_RE.search(text or "")
-    return match.group(1).rstrip(".") if match else None
-
-
-def driver_reboot_pending(proc_version_text, installed):
-    """Does the host wait for a reboot into its installed driver?
-
-    PROC_VERSION_TEXT is /proc/driver/nvidia/version (empty when no module is loaded);
-    INSTALLED the installed driver package's version (:func:`stack_from_packages`). A loaded
-    module that is not the installed version is what an upgrade without a reboot leaves:
-    nvidia-smi and NVML answer "Driver/library version mismatch". Returns {pending, loaded,
-    installed} with ``pending`` None when one side is unknown (no module loaded, no package
-    found): nothing can be said then, and the GPU queries run as usual.
-    """
-    loaded = loaded_driver_version(proc_version_text)
-    installed = str(installed).strip() if installed else None
-    if not loaded or not installed:
-        return {"pending": None, "loaded": loaded, "installed": installed}
-    return {"pending": not version_matches(loaded, installed), "loaded": loaded, "installed": installed}
 
 
 def crypt_mappings(lsblk_text):
@@ -451,7 +399,10 @@ def _pcie_link_check(host, profile, gpus):
     return _check(host, "gpu.pcie_link", PASS, "every GPU's PCIe link at its maximum width and generation" + note)
 
 
-def _reboot_check(host, reboot_required, mismatch=None):
+def _reboot_check(host, reboot_required, mismatch=None, reasons=None):
+    if reboot_required and reasons:
+        return _check(host, "reboot", PENDING, REBOOT_SKIP + " (the host records a pending reboot: %s). Reboot, "
+                      "then verify again" % "; ".join(str(r) for r in reasons))
     if mismatch:
         return _check(host, "reboot", PENDING, REBOOT_SKIP + " (the loaded NVIDIA kernel module is %s, the installed "
                       "driver is %s: nvidia-smi and NVML would answer 'Driver/library version mismatch'). Reboot "
@@ -693,7 +644,7 @@ def _burn_in_checks(host, profile, burn_in):
         elif not limit:
             checks.append(_check(host, name, NA, "the profile sets no %s" % limit_key))
         elif burn_in is None:
-            checks.append(_check(host, name, SKIPPED, "burn-in not run (verify_burn_in is false)"))
+            checks.append(_check(host, name, SKIPPED, "burn-in not run (node_acceptance_burn_in is false)"))
         elif burn_in.get("error"):
             checks.append(_check(host, name, FAIL, "burn-in failed: %s" % burn_in["error"]))
         else:
@@ -711,10 +662,11 @@ def evaluate(host, profile, lock=None, observed=None):
     """Every acceptance check of HOST against PROFILE and the version LOCK.
 
     ``observed`` keys (each optional; a missing key means "not measured"):
-    ``reboot_required`` (true: a driver waits for a reboot, so the GPU checks are skipped and
-    the ``reboot`` check is ``pending``), ``driver_mismatch`` ({loaded, installed} when the
+    ``reboot_required`` (true: a driver waits for a reboot, or /run/reboot-required exists, so the
+    GPU checks are skipped and the ``reboot`` check is ``pending``), ``reboot_reasons`` (the lines of
+    the pending-reboot record, named in the ``reboot`` check), ``driver_mismatch`` ({loaded, installed} when the
     loaded kernel module is not the installed driver: pending as well, see
-    :func:`driver_reboot_pending`), ``nvidia`` (nvidia_gpu_info facts), ``kernel_log``
+    module_utils/node_observation.py's ``driver_reboot_pending``), ``nvidia`` (nvidia_gpu_info facts), ``kernel_log``
     ({text, source} with the NVRM Xid lines of this boot, or {error}),
     ``fabric_manager`` ({state}: systemctl is-active nvidia-fabricmanager), ``cuda``
     (:func:`parse_cuda_context`), ``pcie_acs`` ({redirecting, ports, error} from
@@ -740,7 +692,7 @@ def evaluate(host, profile, lock=None, observed=None):
                          observed.get("mig_instances"))
     checks.insert(3, _driver_check(host, profile, lock, nvidia, stack))
     checks[4:4] = _stack_checks(host, profile, lock, stack)
-    checks.insert(0, _reboot_check(host, reboot_required, mismatch))
+    checks.insert(0, _reboot_check(host, reboot_required, mismatch, observed.get("reboot_reasons")))
     checks.append(_xid_check(host, profile, nvidia, observed.get("kernel_log")))
     checks.append(_fabric_manager_check(host, profile, observed.get("fabric_manager"), pending))
     checks.append(_cuda_context_check(host, profile, observed.get("cuda"), pending))

@@ -31,16 +31,20 @@ def test_errors_are_filter_errors():
         FILTERS["acceptance_markdown"]([])
 
 
-def test_stack_versions_and_xid_summary():
-    assert FILTERS["acceptance_stack_versions"]("cuda 12.8\nnccl (2, 26, 2)\n")["nccl"] == "2.26.2"
+def test_xid_summary():
     log = "NVRM: Xid (PCI:0000:10:1c): 48, pid=1, DBE (double bit error) ECC error\n"
     assert FILTERS["acceptance_xid_summary"](log)[0]["code"] == 48
     assert "Double-bit" in FILTERS["acceptance_xid_summary"](log, as_text=True)
     assert FILTERS["acceptance_xid_summary"](None) == []
 
 
-def test_driver_reboot():
-    proc = "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  550.163.01  Release Build  (x)  date\n"
-    assert FILTERS["acceptance_driver_reboot"](proc, "580.95.05-1") == {
-        "pending": True, "loaded": "550.163.01", "installed": "580.95.05-1"}
-    assert FILTERS["acceptance_driver_reboot"](None, "580.95.05-1")["pending"] is None
+def test_observed_completes_the_module_result():
+    observed = FILTERS["acceptance_observed"]({"stack": {}, "lspci": {"text": ""}}, cuda='{"devices": []}',
+                                              burn_in={"rc": 3, "stdout": "", "stderr": "no GPU\n"})
+    assert observed["cuda"] == {"error": None, "devices": []}
+    assert observed["burn_in"] == {"error": "no GPU"}
+    assert "lspci" not in observed and observed["pcie_acs"]["error"]
+    with pytest.raises(AnsibleFilterError, match="acceptance_observed: expected the node_observation"):
+        FILTERS["acceptance_observed"]("text")
+    with pytest.raises(AnsibleFilterError, match="acceptance_observed: burn_in must be"):
+        FILTERS["acceptance_observed"]({}, burn_in="3")

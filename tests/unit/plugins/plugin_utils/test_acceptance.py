@@ -10,6 +10,7 @@ import json
 
 import pytest
 
+from ansible_collections.gpucloud.fleet.plugins.module_utils import node_observation
 from ansible_collections.gpucloud.fleet.plugins.plugin_utils import acceptance
 from ansible_collections.gpucloud.fleet.plugins.module_utils.nvml import facts_from_capture
 from ansible_collections.gpucloud.fleet.plugins.module_utils.topology import analyze
@@ -45,7 +46,7 @@ def h200_observed():
     topo = analyze(fixture_text(H200, "nvidia-smi_topo_-m.txt"), PROFILE["topology"])
     return {
         "nvidia": h200_facts(),
-        "stack": acceptance.parse_stack_versions(fixture_text(H200, "stack-versions.txt")),
+        "stack": node_observation.parse_stack_versions(fixture_text(H200, "stack-versions.txt")),
         "topology": {"mismatches": topo["mismatches"]},
         "burn_in": json.loads(fixture_text(H200, "burn-in.json")),
     }
@@ -205,15 +206,12 @@ def test_ubuntu_server_driver_installed_but_not_loaded_is_driver_not_loaded():
     from ansible_collections.gpucloud.fleet.plugins.module_utils import nvml
     smi = nvml.collect_smi(lambda args: (9, "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA "
                                             "driver. Make sure that the latest NVIDIA driver is installed and running.\n", ""))
-    import ast
     import os
     import yaml
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
-    with open(os.path.join(root, "playbooks", "vars", "settings.yml"), encoding="utf-8") as handle:
-        setting = yaml.safe_load(handle)["__verify_stack_packages"]
-    # the defaults verify.yml uses: {{ verify_stack_packages | default({...}) }}
-    patterns = ast.literal_eval(setting.split("default(", 1)[1].rsplit(")", 1)[0])
-    stack = acceptance.stack_from_packages(
+    with open(os.path.join(root, "roles", "node_acceptance", "defaults", "main.yml"), encoding="utf-8") as handle:
+        patterns = yaml.safe_load(handle)["node_acceptance_stack_packages"]
+    stack = node_observation.stack_from_packages(
         "nvidia-utils-580-server 580.178.04-0ubuntu0.24.04.1 installed\n"
         "libnvidia-compute-580-server 580.178.04-0ubuntu0.24.04.1 installed\n"
         "nvidia-fabricmanager-580 580.178.04-0ubuntu0.24.04.1 installed\n", patterns)
@@ -265,14 +263,14 @@ def test_fleet_report_lists_every_failure_by_host_and_markdown_escapes():
     ("12", None, False),
 ])
 def test_version_matches(locked, found, ok):
-    assert acceptance.version_matches(locked, found) is ok
+    assert node_observation.version_matches(locked, found) is ok
 
 
 def test_stack_versions_and_cudnn_integers():
-    assert acceptance.parse_stack_versions(fixture_text(H200, "stack-versions.txt")) == {
+    assert node_observation.parse_stack_versions(fixture_text(H200, "stack-versions.txt")) == {
         "cuda": "13.0", "cudnn": "9.19.0", "nccl": "2.28.9"}
-    assert acceptance.cudnn_version_text(8902) == "8.9.2"
-    assert acceptance.parse_stack_versions("junk\ncuda\n") == {"cuda": None, "cudnn": None, "nccl": None}
+    assert node_observation.cudnn_version_text(8902) == "8.9.2"
+    assert node_observation.parse_stack_versions("junk\ncuda\n") == {"cuda": None, "cudnn": None, "nccl": None}
 
 
 def test_bad_profile_is_rejected():
@@ -301,9 +299,9 @@ PATTERNS = {"driver": ["nvidia-open", "nvidia-smi"], "cuda": ["cuda-toolkit-[0-9
 
 
 def test_stack_from_packages_picks_installed_highest_and_ignores_removed():
-    assert acceptance.stack_from_packages(PACKAGES, PATTERNS) == {
+    assert node_observation.stack_from_packages(PACKAGES, PATTERNS) == {
         "driver": "535.261.03-1~deb12u1", "cuda": "13.0.2-1", "cudnn": "9.19.0.56-1", "nccl": None}
-    assert acceptance.stack_from_packages("", PATTERNS)["cuda"] is None
+    assert node_observation.stack_from_packages("", PATTERNS)["cuda"] is None
 
 
 def test_fleet_report_names_hosts_that_never_reached_a_verdict():
@@ -625,11 +623,11 @@ PROC_PROPRIETARY = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.95.05  T
     ("garbage\n", None),
 ])
 def test_loaded_driver_version(text, version):
-    assert acceptance.loaded_driver_version(text) == version
+    assert node_observation.loaded_driver_version(text) == version
 
 
 def test_loaded_driver_version_from_the_h200_boot_log():
-    assert acceptance.loaded_driver_version(fixture_text(H200, "dmesg_nvrm.txt")) == "580.159.04"
+    assert node_observation.loaded_driver_version(fixture_text(H200, "dmesg_nvrm.txt")) == "580.159.04"
 
 
 @pytest.mark.parametrize("text, installed, pending", [
@@ -642,11 +640,11 @@ def test_loaded_driver_version_from_the_h200_boot_log():
     (PROC_OPEN, None, None),                    # no driver package found
 ])
 def test_driver_reboot_pending_decision(text, installed, pending):
-    assert acceptance.driver_reboot_pending(text, installed)["pending"] is pending
+    assert node_observation.driver_reboot_pending(text, installed)["pending"] is pending
 
 
 def test_loaded_module_not_the_installed_driver_is_a_pending_reboot_naming_both():
-    mismatch = acceptance.driver_reboot_pending(PROC_OPEN, "580.95.05-1")
+    mismatch = node_observation.driver_reboot_pending(PROC_OPEN, "580.95.05-1")
     assert mismatch == {"pending": True, "loaded": "550.163.01", "installed": "580.95.05-1"}
     observed = dict(h200_observed(), reboot_required=False, driver_mismatch=mismatch)
     observed["stack"]["driver"] = "580.95.05-1"
@@ -661,3 +659,46 @@ def test_loaded_module_not_the_installed_driver_is_a_pending_reboot_naming_both(
     for name in ("gpu.count", "gpu.ecc_errors", "gpu.fabric", "fabric.manager", "cuda.context"):
         assert named[name]["status"] == "skipped", name
     assert acceptance.fleet_report({HOST: checks})["pending_hosts"] == [HOST]
+
+
+# --- the pending-reboot record and what the controller adds to the node's observation ---
+def test_recorded_reboot_names_its_reasons_and_skips_the_gpu_checks():
+    observed = dict(h200_observed(), reboot_required=True,
+                    reboot_reasons=["linux-image-6.8.0-90-generic", "libc6", "nvidia_driver: driver 580 installed"])
+    named = by_name(acceptance.evaluate(HOST, NVSWITCH, LOCK, observed))
+    assert named["reboot"]["status"] == "pending"
+    assert named["reboot"]["detail"] == (
+        "reboot required: GPU checks skipped (the host records a pending reboot: linux-image-6.8.0-90-generic; "
+        "libc6; nvidia_driver: driver 580 installed). Reboot, then verify again")
+    assert named["gpu.count"]["detail"] == "reboot required: GPU checks skipped"
+    # Reasons alone (no /run/reboot-required) are not a pending reboot.
+    named = by_name(acceptance.evaluate(HOST, PROFILE, LOCK, dict(h200_observed(), reboot_required=False,
+                                                                  reboot_reasons=["libc6"])))
+    assert named["reboot"] == dict(named["reboot"], status="pass", detail="no reboot pending")
+
+
+def test_observed_turns_lspci_cuda_and_burn_in_into_what_is_judged():
+    lspci = fixture_text("public", "lspci", "plx-pex8725-acs-on-heymeco.txt")
+    burn = fixture_text("h200-ubuntu2404-driver580", "burn-in.json")
+    result = acceptance.observed(
+        {"stack": {"driver": "580.159.04"}, "lspci": {"text": lspci}},
+        cuda_text='{"error": null, "devices": [{"index": 0, "error": null}]}',
+        burn_in={"rc": 0, "stdout": burn, "stderr": ""})
+    assert "lspci" not in result
+    assert result["pcie_acs"] == acceptance.pcie_acs.judge(acceptance.pcie_acs.parse_lspci(lspci))
+    assert "error" not in result["pcie_acs"]
+    assert result["cuda"] == {"error": None, "devices": [{"index": 0, "ok": True, "error": None}]}
+    assert result["burn_in"] == json.loads(burn)
+    assert result["stack"] == {"driver": "580.159.04"}
+
+
+def test_observed_keeps_failures_as_observations():
+    result = acceptance.observed({"lspci": {"text": ""}}, cuda_text="Traceback (most recent call last):\n",
+                                 burn_in={"rc": 2, "stdout": "", "stderr": "loading\ntorch is not installed\n"})
+    assert result["pcie_acs"]["redirecting"] == [] and result["pcie_acs"]["error"]
+    assert result["cuda"]["error"].startswith("cuda_context.py printed no JSON")
+    assert result["burn_in"] == {"error": "torch is not installed"}
+    assert acceptance.observed({}, burn_in={"rc": 1, "stdout": "", "stderr": ""}) == {"burn_in": {"error": "rc 1"}}
+    assert acceptance.observed({}) == {}
+    with pytest.raises(acceptance.AcceptanceError, match="node_observation module's dict"):
+        acceptance.observed(None)

@@ -1,7 +1,7 @@
 # Copyright (c) 2026, gpucloud.fleet contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Short GPU burn-in for verify.yml: bf16 GEMM throughput and device memory copy bandwidth.
+"""Short GPU burn-in for the node_acceptance role (verify.yml): bf16 GEMM throughput and device memory copy bandwidth.
 
 Runs on every visible GPU in turn (PyTorch), prints one JSON object:
 {"gpus": [{index, name, bf16_gemm_tflops, d2d_copy_GBps_rw}], "bf16_gemm_tflops": <min>,
