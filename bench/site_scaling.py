@@ -12,7 +12,7 @@ docs/benchmarks.md and docs/bench-site-scaling.png.
 
     source scripts/env.sh && bench/site_scaling.py --sizes 1,2,4,8 --repeats 3
 
-The measured runs use one batch (site_serial 100%%, --serial) so that they show how a
+The measured runs use one batch (rollout_serial 100%%, --serial) so that they show how a
 run grows with the nodes it covers; the canary column shows what the lab's policy
 ([1, "100%%"]: the canary alone, then the rest) adds on top.
 
@@ -167,7 +167,8 @@ def remove_fleet(fleet, inv_dir):
 def measure(size, args):
     fleet = "bench%d" % size
     inv_dir = make_inventory(fleet, size, args, args.root)
-    one_batch = args.extra + ["-e", json.dumps({"site_serial": args.serial})]
+    # site_serial too: a --tree from before the rollout role (main at 9796a0a) reads that name.
+    one_batch = args.extra + ["-e", json.dumps({"rollout_serial": args.serial, "site_serial": args.serial})]
     try:
         first = run_playbook(inv_dir, args.playbook, one_batch, profile=True, env=args.env)
         # Every run prints the profile (the same small cost for every size); the tables
@@ -293,8 +294,8 @@ def markdown(rows, model, args, machine):
         "## site.yml rollout and re-run by fleet size",
         "",
         "Machine: %s. Lab: N Debian 12 GPU-less nodes (`%s` image, systemd containers) and one Tang "
-        "server, reached over %s; the lab's `site_stages` (cuda_toolkit left out). Measured with "
-        "`bench/site_scaling.py --sizes %s --repeats %d` on %s. One batch (`site_serial=%s`) unless "
+        "server, reached over %s; the lab's `rollout_stages` (cuda_toolkit left out). Measured with "
+        "`bench/site_scaling.py --sizes %s --repeats %d` on %s. One batch (`rollout_serial=%s`) unless "
         "the column says canary: then the lab's policy, the canary alone and then the rest. "
         "Medians of %d re-runs (the canary column: %d run); controller CPU is the user+system time of ansible-playbook, its forks "
         "and its ssh clients (the nodes' side runs in the containers, on the same two cores)." % (
@@ -341,7 +342,7 @@ def main():
     parser.add_argument("--image", default="debian12")
     parser.add_argument("--transport", choices=("ssh", "podman"), default="ssh",
                         help="how Ansible reaches the lab nodes (default ssh)")
-    parser.add_argument("--serial", default="100%", help="site_serial of the measured runs (default 100%%)")
+    parser.add_argument("--serial", default="100%", help="rollout_serial of the measured runs (default 100%%)")
     parser.add_argument("--canary-repeats", type=int, default=1,
                         help="re-runs under the lab's canary-first policy per size (default 1; 0 skips them)")
     parser.add_argument("--playbook", help="default: playbooks/site.yml of the measured tree")

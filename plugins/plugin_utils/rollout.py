@@ -43,7 +43,7 @@ def _serial_entry(entry):
 
 
 def serial_list(serial):
-    """site_serial as a list of entries (a single value is a list of one)."""
+    """rollout_serial as a list of entries (a single value is a list of one)."""
     entries = serial if isinstance(serial, (list, tuple)) else [serial]
     if not entries:
         raise RolloutError("serial is empty: give a number of hosts, a percentage or a list of them")
@@ -73,7 +73,7 @@ def plan(hosts, profile_groups, groups, serial):
     """The rollout order and serial for HOSTS (the play's hosts, inventory order, --limit applied).
 
     PROFILE_GROUPS lists the hardware-profile groups, GROUPS maps a group to its hosts
-    (Ansible's ``groups``), SERIAL is site_serial. Returns a dict:
+    (Ansible's ``groups``), SERIAL is rollout_serial. Returns a dict:
     ``order`` (canaries first, then the rest in inventory order), ``canaries`` (the first
     node of each profile present), ``profiles`` (those present, in PROFILE_GROUPS order),
     ``serial`` (SERIAL as a list, its canary entry widened to one node per profile) and
