@@ -70,3 +70,16 @@ def test_site_yml_parses_with_the_lab_and_example_inventories():
                               "-i", inventory, "playbooks/site.yml"], cwd=ROOT, env=ENV, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, universal_newlines=True, timeout=300, check=False)
         assert run.returncode == 0, run.stdout[-3000:]
+
+
+def test_every_setting_left_in_settings_yml_is_read_by_a_playbook():
+    with open(os.path.join(ROOT, "playbooks", "vars", "settings.yml"), encoding="utf-8") as handle:
+        names = set(yaml.safe_load(handle))
+    readers = ""
+    for folder, _dirs, files in os.walk(os.path.join(ROOT, "playbooks")):
+        for name in files:
+            if name.endswith(".yml") and name != "settings.yml":
+                with open(os.path.join(folder, name), encoding="utf-8") as handle:
+                    readers += handle.read()
+    unread = sorted(name for name in names if name not in readers)
+    assert not unread, "settings.yml defines names no playbook reads: %s" % unread
