@@ -184,6 +184,20 @@ def not_offered(entries, policy):
     return absent
 
 
+def resolve_version(entry, policy):
+    """ENTRY with a version pattern (``*``, ``?``) replaced by the newest offered version matching it.
+
+    apt-cache policy lists a package's versions newest first.
+    """
+    name, version = entry
+    if version is None or not any(char in version for char in "*?["):
+        return entry
+    for offered in policy.get(name, {}).get("versions", []):
+        if version_matches(offered, version):
+            return (name, offered)
+    raise PackagesError("name: no configured repository offers %s" % entry_text(entry))
+
+
 def lists_stale(list_files, newest_mtime, now, valid_time):
     """Whether apt's lists need a refresh: none downloaded yet, or the newest refresh older than VALID_TIME."""
     if not list_files:
@@ -219,6 +233,7 @@ class Packages:
         self.lists_dir = lists_dir
         self.stamp = stamp
         self.commands = []
+        self._policy = None
 
     # -- running -----------------------------------------------------------------------------
     def _run(self, argv, lock_timeout=0):
@@ -276,11 +291,12 @@ class Packages:
                 pass
         return files, (max(times) if times else None)
 
-    def offered(self, entries):
+    def policy(self, entries):
+        """apt-cache policy of the ENTRIES' packages, parsed."""
         rc, out, err = self.run(["apt-cache", "policy"] + [name for name, _version in entries])
         if rc != 0:
             self._fail("apt-cache policy", rc, out, err)
-        return not_offered(entries, parse_apt_policy(out))
+        return parse_apt_policy(out)
 
     # -- planning and changing -----------------------------------------------------------------
     def ensure(self, names, hold=False, check_mode=False, update_cache=False, cache_valid_time=3600,
@@ -343,7 +359,8 @@ class Packages:
         files, newest = self.lists_state()
         if lists_stale(files, newest, self.now(), cache_valid_time):
             return "no package lists yet" if not files else "lists older than %d s" % cache_valid_time
-        absent = self.offered(install)
+        self._policy = self.policy(install)
+        absent = not_offered(install, self._policy)
         if absent:
             return "the lists do not offer %s" % ", ".join(entry_text(e) for e in absent)
         return None
@@ -352,7 +369,7 @@ class Packages:
         # Without a refresh (check mode does none) apt may not know the packages yet: say which.
         if self.manager != APT or reason is None:
             return []
-        return self.offered(install)
+        return not_offered(install, self._policy or self.policy(install))
 
     def _install(self, install, reason, hold, install_recommends, allow_downgrade, lock_timeout):
         specs = [entry_text(entry) for entry in install]
@@ -363,10 +380,13 @@ class Packages:
                 if rc != 0:
                     self._fail("apt-get update", rc, out, err)
                 self._touch_stamp()
-                absent = self.offered(install)
+                self._policy = self.policy(install)
+                absent = not_offered(install, self._policy)
                 if absent:
                     raise PackagesError("name: no configured repository offers %s (after refreshing the apt lists)"
                                         % ", ".join(entry_text(e) for e in absent))
+            # apt-get takes exact versions only: a pattern becomes the newest version it matches.
+            specs = [entry_text(resolve_version(entry, self._policy)) for entry in install]
             argv = ["apt-get", "install", "-y", "-q", "-o", "DPkg::Lock::Timeout=%d" % lock_timeout,
                     "-o", "Dpkg::Options::=--force-confdef", "-o", "Dpkg::Options::=--force-confold"]
             argv += [] if install_recommends else ["--no-install-recommends"]

@@ -435,7 +435,8 @@ def cudnn_packages(major, cuda_version, pkg_mgr, repo_distro, version=""):
 
     apt: cuDNN 9 is named per CUDA major (libcudnn9-cuda-12=9.x.y.z-1); cuDNN 8 has one name
     and the CUDA build in the version (libcudnn8=8.9.7.29-1+cuda12.2), matched on the CUDA
-    major because 8.9 was built for one minor of each major. dnf: pkg-VERSION*. A VERSION of
+    major because 8.9 was built for one minor of each major. dnf: pkg=VERSION* (every entry is
+    name=version, as gpucloud.fleet.packages_present takes it for apt and dnf alike). A VERSION of
     fewer than four components (9.19, a version lock's) matches every release under it.
     """
     cuda_major = _cuda_parts(cuda_version)[0]
@@ -451,8 +452,7 @@ def cudnn_packages(major, cuda_version, pkg_mgr, repo_distro, version=""):
         names = ["libcudnn9-cuda-%s" % cuda_major, dev % cuda_major]
         suffix = ""
         if version:
-            suffix = ("=" + version_pattern(version, CUDNN_VERSION_PARTS, "-*") if pkg_mgr == APT
-                      else "-" + version_pattern(version, CUDNN_VERSION_PARTS, "*"))
+            suffix = "=" + version_pattern(version, CUDNN_VERSION_PARTS, "-*" if pkg_mgr == APT else "*")
         return [name + suffix for name in names]
     if major == "8":
         if repo_distro in NO_CUDNN8_DISTROS:
@@ -466,7 +466,7 @@ def cudnn_packages(major, cuda_version, pkg_mgr, repo_distro, version=""):
         if pkg_mgr == APT:
             suffix = "=%s+cuda%s.*" % (pattern, cuda_major)
         else:
-            suffix = "-%s.cuda%s.*" % (pattern, cuda_major)
+            suffix = "=%s.cuda%s.*" % (pattern, cuda_major)
         return [name + suffix for name in names]
     raise NvidiaPackageError("cuDNN major must be 8 or 9, got %r" % (major,))
 
@@ -475,7 +475,8 @@ def nccl_packages(version, cuda_version, pkg_mgr):
     """NCCL runtime and development packages at VERSION built for the CUDA toolkit MAJOR.MINOR.
 
     NVIDIA's repositories: libnccl2 / libnccl-dev ``2.26.2-1+cuda12.8`` (apt) and
-    libnccl / libnccl-devel ``2.26.2-1+cuda12.8`` (dnf).
+    libnccl / libnccl-devel ``2.26.2-1+cuda12.8`` (dnf), as name=version for either
+    (gpucloud.fleet.packages_present).
     """
     version = str(version or "")
     if not _NCCL_RE.match(version):
@@ -483,7 +484,7 @@ def nccl_packages(version, cuda_version, pkg_mgr):
     cuda = ".".join(_cuda_parts(cuda_version))
     if _pkg_mgr(pkg_mgr) == APT:
         return ["libnccl2=%s-1+cuda%s" % (version, cuda), "libnccl-dev=%s-1+cuda%s" % (version, cuda)]
-    return ["libnccl-%s-1+cuda%s" % (version, cuda), "libnccl-devel-%s-1+cuda%s" % (version, cuda)]
+    return ["libnccl=%s-1+cuda%s" % (version, cuda), "libnccl-devel=%s-1+cuda%s" % (version, cuda)]
 
 
 # --- nvidia-persistenced ---------------------------------------------------------------
@@ -522,3 +523,84 @@ def persistenced_override(exec_start):
             "# The packaged unit starts the daemon with %s, which leaves persistence off.\n"
             "ExecStart=\n"
             "ExecStart=%s\n") % (NO_PERSISTENCE_FLAG, " ".join(kept))
+
+
+# --- The driver's package plan ---------------------------------------------------------------
+
+_PLAN_LISTS = ("packages", "extra_packages", "userspace_packages", "unversioned_packages", "fabric_manager_packages",
+               "build_packages")
+
+
+def driver_package_plan(madison, settings):
+    """The nvidia_driver role's whole package plan, from one ``apt-cache madison`` read.
+
+    MADISON: ``apt-cache madison <primary package>`` (ignored with dnf). SETTINGS: pkg_mgr,
+    branch / version (the lock, one of them), installed (the primary package's installed
+    version or ""), lock_branch, lock_pattern (the lock as a version pattern, used while no
+    offered version is known), packages (nvidia_driver_packages: replaces the role's own
+    list), extra_packages, userspace_packages, flavour_packages / kmod_packages ({flavour:
+    [...]}), flavour, install_kernel_module, module_source (dkms / ubuntu_signed), kernel,
+    fabric_manager (bool), fabric_manager_packages, unversioned_packages, build_packages.
+
+    Returns versioned (installed and pinned at the one version; Fabric Manager and NSCQ with
+    them on apt), unversioned, build_deps, fm_dnf (installed after the driver at its version on
+    dnf), version (the resolved upstream version, "" when apt offers none of the lock),
+    offered (every version madison lists), offered_full (the full versions of the resolved
+    one, newest first, for ``apt-cache show``), install_pattern (what the pin file and the
+    install name) and install (the package_present entries, name=pattern).
+    """
+    if not isinstance(settings, dict):
+        raise NvidiaPackageError("settings must be a mapping, got %r" % (settings,))
+    pkg_mgr = _pkg_mgr(settings.get("pkg_mgr"))
+    lists = {}
+    for key in _PLAN_LISTS:
+        value = settings.get(key) or []
+        if isinstance(value, str) or not isinstance(value, (list, tuple)) or not all(
+                isinstance(item, str) and item for item in value):
+            raise NvidiaPackageError("%s must be a list of package names, got %r" % (key, value))
+        lists[key] = list(value)
+    flavour = settings.get("flavour")
+    if flavour not in FLAVOURS:
+        raise NvidiaPackageError("flavour must be one of %s, got %r" % (", ".join(FLAVOURS), flavour))
+    module = bool(settings.get("install_kernel_module"))
+    source = settings.get("module_source")
+    if module and source not in MODULE_SOURCES:
+        raise NvidiaPackageError("module_source must be one of %s, got %r" % (", ".join(MODULE_SOURCES), source))
+    dkms = module and source == "dkms"
+    fabric = lists["fabric_manager_packages"] if settings.get("fabric_manager") else []
+    own = (lists["userspace_packages"] + list((settings.get("flavour_packages") or {}).get(flavour, []))
+           + (list((settings.get("kmod_packages") or {}).get(flavour, [])) if dkms else []))
+    base = lists["packages"] if lists["packages"] else own
+    versioned = []
+    for name in base + lists["extra_packages"] + (fabric if pkg_mgr == APT else []):
+        if name not in versioned:
+            versioned.append(name)
+    signed = []
+    if module and source == "ubuntu_signed":
+        signed = ubuntu_signed_module_packages(settings.get("lock_branch"), flavour, settings.get("kernel"))
+    unversioned = lists["unversioned_packages"] + signed
+    plan = {
+        "versioned": versioned,
+        "unversioned": unversioned,
+        "build_deps": lists["build_packages"] if dkms else [],
+        "fm_dnf": fabric if pkg_mgr == DNF else [],
+        "version": "",
+        "offered": [],
+        "offered_full": [],
+    }
+    branch, version = str(settings.get("branch") or ""), str(settings.get("version") or "")
+    if pkg_mgr == APT:
+        rows = parse_madison(madison)
+        plan["offered"] = [row["version"] for row in rows]
+        plan["version"] = choose_driver_version(madison, branch=branch, version=version,
+                                                installed=settings.get("installed") or "")
+        plan["offered_full"] = sorted({v for v in plan["offered"] if upstream_version(v) == plan["version"]},
+                                      key=_debian_key, reverse=True) if plan["version"] else []
+        pattern = (plan["version"] + "-*") if plan["version"] else str(settings.get("lock_pattern") or "")
+    else:
+        pattern = (version + "*") if version else (branch + ".*")
+    if not pattern:
+        raise NvidiaPackageError("lock_pattern must name the lock as a version pattern when nothing is offered")
+    plan["install_pattern"] = pattern
+    plan["install"] = ["%s=%s" % (name, pattern) for name in versioned] + unversioned
+    return plan

@@ -385,7 +385,8 @@ def test_role_install_in_check_mode_reports_and_writes_nothing(tmp_path):
     assert run.returncode == 0, run.stdout[-4000:]
     assert changed >= 6, run.stdout[-4000:]
     if os.path.exists("/etc/debian_version"):
-        assert "Would configure the mirror http://mirror.lab/grafana/deb and install grafana=12.3.1" in run.stdout
+        # gpucloud.fleet.packages_present's diff: what check mode would install.
+        assert "-grafana (not installed)\n+grafana 12.3.1" in run.stdout
         assert "URIs: http://mirror.lab/grafana/deb" in run.stdout
         assert "Signed-By: /etc/apt/keyrings/gpucloud-grafana.asc" in run.stdout
     assert not os.path.exists(sources) and not os.path.exists("/etc/apt/keyrings/gpucloud-grafana.asc")

@@ -98,6 +98,17 @@ def test_version_matches(have, wanted, matches):
     assert pk.version_matches(have, wanted) is matches
 
 
+def test_a_version_pattern_resolves_to_the_newest_offered_match():
+    policy = pk.parse_apt_policy(
+        "x:\n  Installed: (none)\n  Candidate: 1:4.5.0-1\n  Version table:\n     1:4.5.0-1 500\n"
+        "        500 http://mirror ./ Packages\n     1:4.4.2-1 500\n     1:4.4.0-1 500\n")
+    assert pk.resolve_version(("x", "1:4.4.*"), policy) == ("x", "1:4.4.2-1")
+    assert pk.resolve_version(("x", "1:4.4.0-1"), policy) == ("x", "1:4.4.0-1")
+    assert pk.resolve_version(("x", None), policy) == ("x", None)
+    with pytest.raises(pk.PackagesError, match="^name: no configured repository offers x=2.\\*"):
+        pk.resolve_version(("x", "2.*"), policy)
+
+
 @pytest.mark.parametrize("files,newest,stale", [([], 990, True), (["x_Packages"], None, True),
                                                 (["x_Packages"], 990, False), (["x_Packages"], 100, True)])
 def test_lists_stale(files, newest, stale):
@@ -202,7 +213,8 @@ def test_versions_and_hold(lists):
     assert result["installed"] == ["nvidia-utils-580-server=580.95.05-*"]
     assert result["held"] == ["nvidia-utils-580-server"]
     install = script.ran(["apt-get", "install"])[0]
-    assert install[-1] == "nvidia-utils-580-server=580.95.05-*"
+    # apt-get takes no version pattern: the newest offered version matching it is installed.
+    assert install[-1] == "nvidia-utils-580-server=580.95.05-0ubuntu1"
     assert "--allow-downgrades" in install and "--allow-change-held-packages" in install
     assert script.ran(["apt-mark", "hold"]) == [["apt-mark", "hold", "nvidia-utils-580-server"]]
     assert "nvidia-utils-580-server 580.95.05-0ubuntu1 (held)" in result["diff"]["after"]

@@ -13,6 +13,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpucloud.fleet.plugins.filter.nvidia_packages import FilterModule
 from ansible_collections.gpucloud.fleet.plugins.plugin_utils import nvidia_packages as np
+from ansible_collections.gpucloud.fleet.tests.unit.plugins.modules.conftest import fixture_text
 
 FILTERS = FilterModule().filters()
 
@@ -212,17 +213,17 @@ def test_cuda_sources_filter_reads_slurp_results():
 CUDNN_TABLE = [
     ("9", "12.8", "apt", "ubuntu2404", "", ["libcudnn9-cuda-12", "libcudnn9-dev-cuda-12"]),
     ("9", "13.0", "apt", "ubuntu2204", "9.19.0.56", ["libcudnn9-cuda-13=9.19.0.56-*", "libcudnn9-dev-cuda-13=9.19.0.56-*"]),
-    ("9", "12.4", "dnf", "rhel9", "9.10.2.21", ["libcudnn9-cuda-12-9.10.2.21*", "libcudnn9-devel-cuda-12-9.10.2.21*"]),
+    ("9", "12.4", "dnf", "rhel9", "9.10.2.21", ["libcudnn9-cuda-12=9.10.2.21*", "libcudnn9-devel-cuda-12=9.10.2.21*"]),
     ("8", "12.2", "apt", "ubuntu2204", "8.9.7.29", ["libcudnn8=8.9.7.29-1+cuda12.*", "libcudnn8-dev=8.9.7.29-1+cuda12.*"]),
     ("8", "11.8", "apt", "debian12", "", ["libcudnn8=8.9.*+cuda11.*", "libcudnn8-dev=8.9.*+cuda11.*"]),
-    ("8", "12.2", "dnf", "rhel9", "8.9.7.29", ["libcudnn8-8.9.7.29-1.cuda12.*", "libcudnn8-devel-8.9.7.29-1.cuda12.*"]),
+    ("8", "12.2", "dnf", "rhel9", "8.9.7.29", ["libcudnn8=8.9.7.29-1.cuda12.*", "libcudnn8-devel=8.9.7.29-1.cuda12.*"]),
     # A version lock's MAJOR.MINOR (inventories/example: cudnn "9.19"); NVIDIA's packages are
     # 9.19.0.56-1, which "=9.19-*" never matched.
     ("9", "13.0", "apt", "debian12", "9.19", ["libcudnn9-cuda-13=9.19.*", "libcudnn9-dev-cuda-13=9.19.*"]),
-    ("9", "12.8", "dnf", "rhel9", "9.10", ["libcudnn9-cuda-12-9.10.*", "libcudnn9-devel-cuda-12-9.10.*"]),
+    ("9", "12.8", "dnf", "rhel9", "9.10", ["libcudnn9-cuda-12=9.10.*", "libcudnn9-devel-cuda-12=9.10.*"]),
     ("9", "12.8", "apt", "ubuntu2204", "9.10.2", ["libcudnn9-cuda-12=9.10.2.*", "libcudnn9-dev-cuda-12=9.10.2.*"]),
     ("8", "12.2", "apt", "ubuntu2204", "8.9", ["libcudnn8=8.9.*+cuda12.*", "libcudnn8-dev=8.9.*+cuda12.*"]),
-    ("8", "12.2", "dnf", "rhel9", "8.9.7", ["libcudnn8-8.9.7.*.cuda12.*", "libcudnn8-devel-8.9.7.*.cuda12.*"]),
+    ("8", "12.2", "dnf", "rhel9", "8.9.7", ["libcudnn8=8.9.7.*.cuda12.*", "libcudnn8-devel=8.9.7.*.cuda12.*"]),
 ]
 
 
@@ -290,7 +291,7 @@ def test_cudnn_refuses_mismatched_version_and_cuda():
 # libnccl-2.26.2-1+cuda12.8.x86_64.rpm (NCCL installation guide, docs.nvidia.com/deeplearning/nccl/install-guide).
 def test_nccl_packages():
     assert np.nccl_packages("2.26.2", "12.8", "apt") == ["libnccl2=2.26.2-1+cuda12.8", "libnccl-dev=2.26.2-1+cuda12.8"]
-    assert np.nccl_packages("2.28.9", "13.0", "dnf") == ["libnccl-2.28.9-1+cuda13.0", "libnccl-devel-2.28.9-1+cuda13.0"]
+    assert np.nccl_packages("2.28.9", "13.0", "dnf") == ["libnccl=2.28.9-1+cuda13.0", "libnccl-devel=2.28.9-1+cuda13.0"]
 
 
 @pytest.mark.parametrize("version", ["2.26", 2.26, "2.26.2\n", ""])
@@ -481,3 +482,67 @@ def test_transitional_target_ignores_names_without_a_branch_and_refuses_garbage(
         np.transitional_target("")
     with pytest.raises(AnsibleFilterError, match="nvidia_transitional_target"):
         FILTERS["nvidia_transitional_target"]("E: No packages found")
+
+
+# --- driver_package_plan: the role's whole package plan from one madison read ----------------
+
+NOBLE_MADISON = fixture_text("nvidia_driver", "ubuntu2404-madison-nvidia-utils-580-server.txt")
+NOBLE_DISTRO = {
+    "pkg_mgr": "apt", "branch": "580", "version": "", "installed": "", "lock_branch": "580",
+    "lock_pattern": "580.*", "packages": [], "extra_packages": [],
+    "userspace_packages": ["nvidia-utils-580-server", "libnvidia-compute-580-server"],
+    "flavour_packages": {"open": ["nvidia-headless-no-dkms-580-server-open"], "proprietary": []},
+    "kmod_packages": {"open": ["nvidia-dkms-580-server-open"], "proprietary": ["nvidia-dkms-580-server"]},
+    "flavour": "open", "install_kernel_module": True, "module_source": "dkms", "kernel": "6.8.0-45-generic",
+    "fabric_manager": True, "fabric_manager_packages": ["nvidia-fabricmanager-580", "libnvidia-nscq-580"],
+    "unversioned_packages": [], "build_packages": ["linux-headers-6.8.0-45-generic", "dkms"],
+}
+
+
+def test_driver_plan_from_the_captured_noble_madison():
+    plan = np.driver_package_plan(NOBLE_MADISON, NOBLE_DISTRO)
+    assert plan["version"] == "580.178.04"
+    assert plan["versioned"] == ["nvidia-utils-580-server", "libnvidia-compute-580-server",
+                                 "nvidia-headless-no-dkms-580-server-open", "nvidia-dkms-580-server-open",
+                                 "nvidia-fabricmanager-580", "libnvidia-nscq-580"]
+    assert plan["build_deps"] == ["linux-headers-6.8.0-45-generic", "dkms"] and plan["fm_dnf"] == []
+    assert plan["offered_full"][0] == "580.178.04-0ubuntu0.24.04.1"
+    assert plan["install_pattern"] == "580.178.04-*"
+    assert plan["install"][0] == "nvidia-utils-580-server=580.178.04-*"
+
+
+def test_driver_plan_keeps_an_installed_version_still_offered_and_falls_back_to_the_lock_when_none_is():
+    # The capture offers one version; an older one is added by hand to it.
+    madison = NOBLE_MADISON + ("nvidia-utils-580-server | 580.95.05-0ubuntu0.24.04.2 | "
+                               "http://archive.ubuntu.com/ubuntu noble-updates/restricted amd64 Packages\n")
+    plan = np.driver_package_plan(madison, dict(NOBLE_DISTRO, installed="580.95.05-0ubuntu0.24.04.2"))
+    assert plan["version"] == "580.95.05" and plan["offered_full"] == ["580.95.05-0ubuntu0.24.04.2"]
+    assert np.driver_package_plan(madison, NOBLE_DISTRO)["version"] == "580.178.04"
+    empty = np.driver_package_plan("", NOBLE_DISTRO)
+    assert empty["version"] == "" and empty["offered"] == [] and empty["install_pattern"] == "580.*"
+
+
+def test_driver_plan_signed_modules_override_list_and_dnf():
+    signed = np.driver_package_plan(NOBLE_MADISON, dict(NOBLE_DISTRO, module_source="ubuntu_signed", fabric_manager=False))
+    assert signed["build_deps"] == [] and "nvidia-dkms-580-server-open" not in signed["versioned"]
+    assert signed["unversioned"] == np.ubuntu_signed_module_packages("580", "open", "6.8.0-45-generic")
+    own = np.driver_package_plan(NOBLE_MADISON, dict(NOBLE_DISTRO, packages=["x-580"], extra_packages=["x-580", "y"],
+                                                      install_kernel_module=False))
+    assert own["versioned"] == ["x-580", "y", "nvidia-fabricmanager-580", "libnvidia-nscq-580"] and own["build_deps"] == []
+    rhel = np.driver_package_plan("ignored", dict(NOBLE_DISTRO, pkg_mgr="dnf", version="580.95.05", branch="",
+                                                  userspace_packages=["nvidia-driver-cuda"], flavour_packages={},
+                                                  kmod_packages={}, fabric_manager_packages=["nvidia-fabricmanager"]))
+    assert rhel["install"] == ["nvidia-driver-cuda=580.95.05*"] and rhel["fm_dnf"] == ["nvidia-fabricmanager"]
+    assert rhel["offered"] == [] and rhel["version"] == ""
+
+
+@pytest.mark.parametrize("change,message", [
+    ({"pkg_mgr": "zypper"}, "package manager must be one of apt, dnf"),
+    ({"flavour": "nouveau"}, "flavour must be one of open, proprietary"),
+    ({"module_source": "prebuilt"}, "module_source must be one of dkms, ubuntu_signed"),
+    ({"extra_packages": "nvidia-smi"}, "extra_packages must be a list of package names"),
+    ({"branch": "580", "version": "580.95.05"}, "give exactly one of branch and version"),
+])
+def test_driver_plan_refuses_bad_settings_naming_them(change, message):
+    with pytest.raises(np.NvidiaPackageError, match=message):
+        np.driver_package_plan(NOBLE_MADISON, dict(NOBLE_DISTRO, **change))
