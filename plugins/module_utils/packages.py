@@ -56,8 +56,8 @@ def parse_entries(names):
                                 % (item, version))
         version = version if sep else None
         if name in seen and seen[name] != version:
-            raise PackagesError("name: %s is asked for twice, at %s and at %s" % (name, seen[name] or "any version",
-                                                                                version or "any version"))
+            raise PackagesError("name: %s is asked for twice, at %s and at %s"
+                                % (name, seen[name] or "any version", version or "any version"))
         if name not in seen:
             seen[name] = version
             entries.append((name, version))
