@@ -29,6 +29,7 @@ Usage (from the repository root):
 
 import argparse
 import datetime
+import importlib.util
 import os
 import resource
 import shutil
@@ -44,7 +45,8 @@ import report  # noqa: E402  pylint: disable=wrong-import-position
 
 REPLAY_8 = os.path.join(ROOT, "roles", "gpu_monitoring", "files", "replay", "nvsim-h200-hgx8-query-gpu.csv")
 COLLECTOR = os.path.join(ROOT, "roles", "gpu_monitoring", "files", "gpucloud-gpu-collector")
-MODULE_UTILS = ("gpu_metrics.py", "nvml.py", "smi_xml.py", "xid.py")
+GPU_METRICS = os.path.join(ROOT, "roles", "gpu_monitoring", "files", "gpu_metrics.py")
+MODULE_UTILS = ("nvml.py", "smi_xml.py", "xid.py")
 # Measured on the H200 host (tests/fixtures/h200-ubuntu2404-driver580/query-timings.json).
 H200_QUERY_MS = 0.0144
 H200_SESSION_MS = 12.089
@@ -56,7 +58,9 @@ def gpu_metrics_module():
     if not os.path.lexists(link):
         os.makedirs(os.path.dirname(link), exist_ok=True)
         os.symlink(os.path.relpath(ROOT, os.path.dirname(link)), link)
-    from ansible_collections.gpucloud.fleet.plugins.module_utils import gpu_metrics  # pylint: disable=import-outside-toplevel
+    spec = importlib.util.spec_from_file_location("gpu_metrics", GPU_METRICS)
+    gpu_metrics = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gpu_metrics)
     return gpu_metrics
 
 
@@ -262,6 +266,7 @@ def run_benchmarks(runs, work):
     os.makedirs(lib, exist_ok=True)
     for name in MODULE_UTILS:
         shutil.copy(os.path.join(ROOT, "plugins", "module_utils", name), lib)
+    shutil.copy(GPU_METRICS, os.path.join(work, "lib", "gpu_metrics.py"))
     argv = ["/usr/bin/python3", "-I", "-B", COLLECTOR, "--lib-dir", os.path.join(work, "lib"), "--textfile", prom,
             "--once", "--source", "replay", "--replay-file", REPLAY_8, "--kernel-log", "none"]
     wall, cpu = measure(lambda: subprocess.run(argv, check=True, stderr=subprocess.DEVNULL), max(5, runs // 20), warmup=1)

@@ -35,7 +35,7 @@ import urllib.request
 import pytest
 import yaml
 
-from ansible_collections.gpucloud.fleet.plugins.module_utils import gpu_metrics
+from ansible_collections.gpucloud.fleet.tests.unit.roles.test_gpu_metrics import gpu_metrics
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 DASHBOARDS = os.path.join(ROOT, "roles", "grafana_dashboards", "files", "dashboards")

@@ -6,7 +6,8 @@
 
 * plugins/module_utils/ holds what runs on a node: code a module imports (Ansible ships it
   in the module's AnsiballZ payload) or a role copies to the node (the benchmark program's
-  benchmark_stats.py, the metrics collector's gpu_metrics.py).
+  benchmark_stats.py, the parsers the metrics collector shares with the modules). A program
+  only its role runs (the collector's gpu_metrics.py) is a file of that role.
 * plugins/plugin_utils/ holds controller-only code (acceptance, rollout, package tables,
   the Kubernetes and container-toolkit planners), as ansible.utils does; no module may
   import it, since it never reaches a node.

@@ -15,7 +15,7 @@ import jinja2
 import pytest
 import yaml
 
-from ansible_collections.gpucloud.fleet.tests.unit.plugins.module_utils.test_gpu_metrics import (
+from ansible_collections.gpucloud.fleet.tests.unit.roles.test_gpu_metrics import (
     parse_exposition,
     promtool_check,
 )

@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""plugins/module_utils/gpu_metrics.py and the collector program around it.
+"""roles/gpu_monitoring/files/gpu_metrics.py and the collector program around it.
 
 NVML answers come from the H200 host's capture (nvml-dump.json, through the FakeNvml of
 tests/unit/plugins/modules/utils.py); nvidia-smi answers from that host's --query-gpu capture
@@ -14,6 +14,7 @@ where Prometheus is installed.
 
 import csv
 import ctypes
+import importlib.util
 import os
 import re
 import shutil
@@ -25,8 +26,8 @@ import time
 import urllib.request
 
 import pytest
+import yaml
 
-from ansible_collections.gpucloud.fleet.plugins.module_utils import gpu_metrics
 from ansible_collections.gpucloud.fleet.tests.unit.plugins.modules.conftest import (
     DRIVER_NOT_LOADED,
     FakeNvml,
@@ -37,9 +38,22 @@ from ansible_collections.gpucloud.fleet.tests.unit.plugins.modules.conftest impo
     h200_extra,
 )
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 ROLE = os.path.join(ROOT, "roles", "gpu_monitoring")
 COLLECTOR = os.path.join(ROLE, "files", "gpucloud-gpu-collector")
+GPU_METRICS = os.path.join(ROLE, "files", "gpu_metrics.py")
+
+
+def _load_gpu_metrics():
+    """The role's gpu_metrics.py, imported from its file as the collector imports it on a node."""
+    spec = importlib.util.spec_from_file_location("gpu_metrics", GPU_METRICS)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("gpu_metrics", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+gpu_metrics = _load_gpu_metrics()
 NVSIM = os.path.join(ROOT, "scripts", "nvsim")
 sys.path.insert(0, NVSIM)
 
@@ -635,11 +649,15 @@ def test_collector_refuses_unknown_sources():
 
 @pytest.fixture
 def installed(tmp_path):
-    """The collector as the role installs it: the program and the module_utils at their package path."""
+    """The collector as the role installs it: gpu_metrics.py in its lib directory, the module_utils
+    it imports at their package path (the role's vars name them)."""
     lib = tmp_path / "lib"
     package = lib / "ansible_collections" / "gpucloud" / "fleet" / "plugins" / "module_utils"
     package.mkdir(parents=True)
-    for name in ("gpu_metrics.py", "nvml.py", "smi_xml.py", "xid.py"):
+    shutil.copy(GPU_METRICS, str(lib / "gpu_metrics.py"))
+    with open(os.path.join(ROLE, "vars", "main.yml"), encoding="utf-8") as handle:
+        module_utils = yaml.safe_load(handle)["__gpu_monitoring_module_utils"]
+    for name in module_utils:
         shutil.copy(os.path.join(ROOT, "plugins", "module_utils", name), str(package / name))
     textfiles = tmp_path / "textfile"
     textfiles.mkdir()

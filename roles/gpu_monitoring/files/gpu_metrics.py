@@ -27,10 +27,13 @@ that GPU, never written as 0. Without a driver (not loaded, gone, or a driver/li
 version mismatch) only the ``gpucloud_gpu_collector_*`` health series are written,
 with ``gpucloud_gpu_collector_up`` 0; nothing here raises for it.
 
-On a node, the gpu_monitoring role installs this file with ``nvml.py``, ``smi_xml.py``
-and ``xid.py`` under ``<lib>/ansible_collections/gpucloud/fleet/plugins/module_utils/``,
-the collection's own package path, so the imports below work unchanged there (Python 3
-namespace packages: no ``__init__.py`` is needed) and no second copy of the code exists.
+A file of the gpu_monitoring role (roles/gpu_monitoring/files/), not a module_utils: no
+module imports it. On a node the role installs it as ``<lib>/gpu_metrics.py`` beside the
+collector program's package tree: the parsers it shares with the collection's modules
+(``nvml.py``, ``smi_xml.py``, ``xid.py``) go under
+``<lib>/ansible_collections/gpucloud/fleet/plugins/module_utils/``, the collection's own
+package path, so the imports below work unchanged there (Python 3 namespace packages: no
+``__init__.py`` is needed) and no second copy of that code exists.
 """
 
 

@@ -1,0 +1,22 @@
+# Copyright (c) 2026, gpucloud.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+# Documentation: host_prep_bios_plan.yml beside this file. Logic: plugin_utils/host_prep_bios.py.
+
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpucloud.fleet.plugins.plugin_utils import host_prep_bios
+
+
+def host_prep_bios_plan(wanted, current, settings=None):
+    try:
+        return host_prep_bios.bios_plan(wanted, current, settings)
+    except host_prep_bios.BiosPlanError as exc:
+        raise AnsibleFilterError("host_prep_bios_plan: %s" % exc) from exc
+
+
+class FilterModule(object):
+    def filters(self):
+        return {"host_prep_bios_plan": host_prep_bios_plan}
