@@ -718,6 +718,80 @@ def check_security_updates(ev, ctx):
                    else "no pending security update", ["apt_policy", "apt_upgrade_simulation"])
 
 
+# aa-status's counting lines, as AppArmor's binutils/aa_status.c prints them: "%zd profiles are
+# in %s mode.", "%zd processes are in %s mode." (older releases: "mode :") and "%zd processes are
+# unconfined but have a profile defined."
+_AA_PROFILES = re.compile(r"([0-9]+) profiles are in ([a-z]+) mode\s*[.:]")
+_AA_PROCESSES = re.compile(r"([0-9]+) processes are in ([a-z]+) mode\s*[.:]")
+_AA_UNCONFINED = re.compile(r"([0-9]+) processes are unconfined but have a profile defined\.")
+
+
+def parse_aa_status(text):
+    """aa-status (text): {module_loaded, profiles: {mode: n}, processes: {mode: n},
+    unconfined_with_profile: n or None}."""
+    out = {"module_loaded": False, "profiles": {}, "processes": {}, "unconfined_with_profile": None}
+    for line in (text or "").splitlines():
+        line = line.strip()
+        if line == "apparmor module is loaded.":
+            out["module_loaded"] = True
+        for pattern, key in ((_AA_PROFILES, "profiles"), (_AA_PROCESSES, "processes")):
+            match = pattern.fullmatch(line)
+            if match:
+                out[key][match.group(2)] = int(match.group(1))
+        match = _AA_UNCONFINED.fullmatch(line)
+        if match:
+            out["unconfined_with_profile"] = int(match.group(1))
+    return out
+
+
+def check_apparmor_enforcing(ev, ctx):
+    enabled = ev.get("apparmor_enabled") or {}
+    if enabled.get("skipped") or not enabled:
+        return _result(NO_EVIDENCE, _missing(ev, "apparmor_enabled"), [])
+    if enabled.get("rc") != 0:
+        return _result(FAIL, "no AppArmor in this kernel (%s)" % _missing(ev, "apparmor_enabled"), ["apparmor_enabled"])
+    if (enabled.get("stdout") or "").strip() != "Y":
+        return _result(FAIL, "AppArmor is disabled (/sys/module/apparmor/parameters/enabled: %s)"
+                       % (enabled.get("stdout") or "").strip()[:20], ["apparmor_enabled"])
+    rec = _ok(ev, "apparmor_status")
+    if not rec:
+        return _result(FAIL, "AppArmor is enabled but its profiles cannot be read: " + _missing(ev, "apparmor_status"),
+                       ["apparmor_enabled", "apparmor_status"])
+    status = parse_aa_status(rec["stdout"])
+    enforce = status["profiles"].get("enforce", 0)
+    unconfined = status["unconfined_with_profile"]
+    bad = []
+    if not status["module_loaded"]:
+        bad.append("aa-status does not say the module is loaded")
+    if not enforce:
+        bad.append("no profile in enforce mode")
+    if unconfined is None:
+        bad.append("aa-status gives no count of unconfined processes")
+    elif unconfined:
+        bad.append("%d process(es) unconfined although a profile is defined for them (restart them)" % unconfined)
+    detail = "%d profile(s) in enforce mode, %d in complain mode, %s process(es) unconfined with a profile" % (
+        enforce, status["profiles"].get("complain", 0), "?" if unconfined is None else unconfined)
+    return _result(FAIL if bad else PASS, "; ".join(bad + [detail]) if bad else detail,
+                   ["apparmor_enabled", "apparmor_status"])
+
+
+def check_userns_restricted(ev, ctx):
+    rec = ev.get("apparmor_userns") or {}
+    if rec.get("skipped") or not rec:
+        return _result(NO_EVIDENCE, _missing(ev, "apparmor_userns"), [])
+    value = (rec.get("stdout") or "").strip() if rec.get("rc") == 0 else None
+    seen = ("kernel.apparmor_restrict_unprivileged_userns = %s" % value if value is not None else
+            "this kernel has no kernel.apparmor_restrict_unprivileged_userns (Ubuntu's kernels have it from 23.10)")
+    expected = ctx.get("userns_restricted")
+    if expected is None:
+        return _result(NO_EVIDENCE, "%s; the inventory states no expectation (%s)"
+                       % (seen, CONTEXT_INPUTS["userns_restricted"]), ["apparmor_userns"])
+    ok = value == "1" if expected else value in ("0", None)
+    return _result(PASS if ok else FAIL, "%s; expected %s" % (
+        seen, "restricted (1)" if expected else "unprivileged user namespaces allowed (0, or no such setting)"),
+        ["apparmor_userns"])
+
+
 def check_luks_tang(ev, ctx):
     volumes = ctx.get("data_volumes") or []
     if not volumes:
@@ -820,6 +894,10 @@ CHECKS = {
     "openscap_no_failures": ("No rule of the tailored SSG profile fails", check_openscap_clean),
     "lynis_audit": ("A Lynis audit ran and its report was parsed (lynis-report.dat)", check_lynis_ran),
     "lynis_no_warnings": ("Lynis reports no warning", check_lynis_warnings),
+    "apparmor_enforcing": ("AppArmor is enabled, with profiles in enforce mode and no process that escapes its profile "
+                           "(aa-status)", check_apparmor_enforcing),
+    "unprivileged_userns_restricted": ("Unprivileged user namespaces are restricted as the inventory expects "
+                                       "(kernel.apparmor_restrict_unprivileged_userns)", check_userns_restricted),
 }
 
 
@@ -832,6 +910,7 @@ CONTEXT_INPUTS = {
     "held_packages": "compliance_expected_holds",
     "login_accounts": "compliance_expected_login_accounts",
     "data_volumes": "disk_encryption_volumes",
+    "userns_restricted": "compliance_expected_userns_restricted",
 }
 
 
@@ -856,6 +935,10 @@ def normalize_context(context):
         if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
             raise ComplianceError("%s (%s): a list of names is required, got %r" % (CONTEXT_INPUTS[key], key, value))
         ctx[key] = list(value)
+    userns = ctx.get("userns_restricted")
+    if userns is not None and not isinstance(userns, bool):
+        raise ComplianceError("%s (userns_restricted): true, false or unset is required, got %r"
+                              % (CONTEXT_INPUTS["userns_restricted"], userns))
     ports = ctx.get("tcp_ports")
     if ports is not None:
         if not isinstance(ports, (list, tuple)):

@@ -23,6 +23,7 @@ from ansible_collections.gpucloud.fleet.plugins.module_utils.compliance import (
     fleet_report,
     node_markdown,
     node_report,
+    parse_aa_status,
     parse_apt_simulate,
     parse_lynis_report,
     parse_oscap_stdout,
@@ -311,3 +312,95 @@ def test_collect_records_missing_programs_and_skips():
     assert calls == [["echo", "x"], ["missing"]]
     with pytest.raises(ComplianceError):
         collect([{"name": "a", "argv": ["x"]}, {"name": "a", "argv": ["y"]}], run, lambda: "T")
+
+
+# aa-status text written by hand to the format strings of AppArmor's binutils/aa_status.c (the
+# lab's kernel has no AppArmor, so no capture could be made here): a node with enforcing profiles,
+# and the older "mode :" spelling.
+AA_STATUS_ENFORCING = """apparmor module is loaded.
+3 profiles are loaded.
+2 profiles are in enforce mode.
+   /usr/bin/man
+   nvidia_modprobe
+1 profiles are in complain mode.
+   /usr/sbin/sssd
+0 profiles are in kill mode.
+0 profiles are in unconfined mode.
+1 processes have profiles defined.
+1 processes are in enforce mode.
+   /usr/sbin/chronyd (812)
+0 processes are in complain mode.
+0 processes are unconfined but have a profile defined.
+0 processes are in mixed mode.
+0 processes are in kill mode.
+"""
+
+
+def apparmor(enabled="Y", status=AA_STATUS_ENFORCING, status_rc=0, userns=None, userns_rc=0):
+    ev = {"apparmor_enabled": rec(enabled), "apparmor_status": rec(status, rc=status_rc)}
+    if userns is not None or userns_rc:
+        ev["apparmor_userns"] = rec(userns or "", rc=userns_rc)
+    return ev
+
+
+def test_aa_status_counts_are_parsed_in_both_spellings():
+    status = parse_aa_status(AA_STATUS_ENFORCING)
+    assert status == {"module_loaded": True, "profiles": {"enforce": 2, "complain": 1, "kill": 0, "unconfined": 0},
+                      "processes": {"enforce": 1, "complain": 0, "mixed": 0, "kill": 0}, "unconfined_with_profile": 0}
+    old = parse_aa_status("apparmor module is loaded.\n1 profiles are in enforce mode.\n2 processes are in enforce mode :\n"
+                          "0 processes are unconfined but have a profile defined.\n")
+    assert old["processes"] == {"enforce": 2} and old["unconfined_with_profile"] == 0
+
+
+def test_apparmor_enforcing_passes_with_enforced_profiles_and_nothing_escaping():
+    result = run_checks(apparmor(), {}, ["apparmor_enforcing"])["apparmor_enforcing"]
+    assert result["status"] == PASS
+    assert result["detail"] == "2 profile(s) in enforce mode, 1 in complain mode, 0 process(es) unconfined with a profile"
+
+
+@pytest.mark.parametrize("evidence, detail", [
+    (apparmor(enabled="N"), "AppArmor is disabled (/sys/module/apparmor/parameters/enabled: N)"),
+    ({"apparmor_enabled": rec("", rc=1)}, "no AppArmor in this kernel"),
+    (apparmor(status=AA_STATUS_ENFORCING.replace("2 profiles are in enforce", "0 profiles are in enforce")),
+     "no profile in enforce mode"),
+    (apparmor(status=AA_STATUS_ENFORCING.replace("0 processes are unconfined", "3 processes are unconfined")),
+     "3 process(es) unconfined although a profile is defined"),
+    (apparmor(status="", status_rc=127), "its profiles cannot be read: apparmor_status: rc 127"),
+    (apparmor(status="apparmor module is loaded.\n"), "aa-status gives no count of unconfined processes"),
+])
+def test_apparmor_enforcing_fails_naming_what_is_wrong(evidence, detail):
+    result = run_checks(evidence, {}, ["apparmor_enforcing"])["apparmor_enforcing"]
+    assert result["status"] == FAIL
+    assert detail in result["detail"]
+
+
+def test_apparmor_in_a_container_is_no_evidence_with_the_reason():
+    ev = {"apparmor_enabled": {"skipped": True, "reason": "hh is a container: AppArmor is the host kernel's"},
+          "apparmor_userns": {"skipped": True, "reason": "hh is a container: the setting is the host kernel's"}}
+    checks = run_checks(ev, {"userns_restricted": True}, ["apparmor_enforcing", "unprivileged_userns_restricted"])
+    assert checks["apparmor_enforcing"] == {"status": NO_EVIDENCE, "evidence": [], "title": CHECKS["apparmor_enforcing"][0],
+                                            "detail": "hh is a container: AppArmor is the host kernel's"}
+    assert checks["unprivileged_userns_restricted"]["status"] == NO_EVIDENCE
+
+
+@pytest.mark.parametrize("expected, value, rc, status", [
+    (True, "1", 0, PASS),
+    (True, "0", 0, FAIL),
+    (True, "", 255, FAIL),      # a kernel without the setting cannot restrict
+    (False, "0", 0, PASS),      # enroot, rootless containers: namespaces allowed on purpose
+    (False, "", 255, PASS),
+    (False, "1", 0, FAIL),
+    (None, "1", 0, NO_EVIDENCE),
+])
+def test_userns_restriction_is_judged_against_the_inventory(expected, value, rc, status):
+    ev = {"apparmor_userns": rec(value, rc=rc)}
+    result = run_checks(ev, {"userns_restricted": expected}, ["unprivileged_userns_restricted"])
+    assert result["unprivileged_userns_restricted"]["status"] == status
+    if expected is None:
+        assert "compliance_expected_userns_restricted" in result["unprivileged_userns_restricted"]["detail"]
+
+
+@pytest.mark.parametrize("bad", ["true", 1, "yes"])
+def test_userns_expectation_must_be_a_boolean_named_in_the_error(bad):
+    with pytest.raises(ComplianceError, match="compliance_expected_userns_restricted .userns_restricted.: true, false"):
+        run_checks({}, {"userns_restricted": bad}, ["unprivileged_userns_restricted"])
