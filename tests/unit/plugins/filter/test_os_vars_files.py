@@ -61,7 +61,7 @@ LOADS = {
     "firewall": ["Debian.yml", "Debian.yml", "Debian.yml", "Debian.yml", "RedHat.yml", "RedHat.yml"],
     "gpu_monitoring": ["Debian.yml", "Debian.yml", "Debian.yml", "Debian.yml", "default.yml", "default.yml"],
     "gpu_sharing": ["Debian.yml", "Debian.yml", "Ubuntu.yml", "Ubuntu.yml", "default.yml", "default.yml"],
-    "host_hardening": ["Debian.yml", "Debian.yml", "Debian.yml", "Debian.yml", "default.yml", "default.yml"],
+    "host_hardening": ["Debian.yml", "Debian.yml", "Ubuntu_22.yml", "Debian.yml", "default.yml", "default.yml"],
     "host_prep": ["Debian.yml", "Debian.yml", "Debian.yml", "Debian.yml", "RedHat.yml", "RedHat.yml"],
     "monitoring_server": ["Debian.yml", "Debian_13.yml", "Debian.yml", "Debian.yml", "default.yml", "default.yml"],
     "nccl_fabric": ["Debian.yml", "Debian.yml", "Ubuntu.yml", "Ubuntu.yml", "RedHat.yml", "RedHat.yml"],
