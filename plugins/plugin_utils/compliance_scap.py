@@ -112,9 +112,9 @@ def scap_content(distribution, major_version, profile=None, tailoring=None, over
                                "required, got %r" % (tailoring,))
     content = CONTENT.get(key)
     if content is None:
+        known = ", ".join(k.replace("_", " ") for k in sorted(CONTENT))
         return {"scan": False, "reason": "no ComplianceAsCode data stream for %s %s in scap-security-guide 0.1.76 "
-                "(data streams for: %s)" % (distribution, major_version,
-                                             ", ".join(k.replace("_", " ") for k in sorted(CONTENT)))}
+                "(data streams for: %s)" % (distribution, major_version, known)}
     out = {"scan": True, "package": _package(content["package"], overrides), "datastream": content["datastream"]}
     if tailoring:
         if not _XCCDF_ID.match(profile):
