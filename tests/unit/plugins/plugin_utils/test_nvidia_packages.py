@@ -526,12 +526,13 @@ def test_driver_plan_signed_modules_override_list_and_dnf():
     signed = np.driver_package_plan(NOBLE_MADISON, dict(NOBLE_DISTRO, module_source="ubuntu_signed", fabric_manager=False))
     assert signed["build_deps"] == [] and "nvidia-dkms-580-server-open" not in signed["versioned"]
     assert signed["unversioned"] == np.ubuntu_signed_module_packages("580", "open", "6.8.0-45-generic")
-    own = np.driver_package_plan(NOBLE_MADISON, dict(NOBLE_DISTRO, packages=["x-580"], extra_packages=["x-580", "y"],
-                                                      install_kernel_module=False))
+    own_settings = dict(NOBLE_DISTRO, packages=["x-580"], extra_packages=["x-580", "y"], install_kernel_module=False)
+    own = np.driver_package_plan(NOBLE_MADISON, own_settings)
     assert own["versioned"] == ["x-580", "y", "nvidia-fabricmanager-580", "libnvidia-nscq-580"] and own["build_deps"] == []
-    rhel = np.driver_package_plan("ignored", dict(NOBLE_DISTRO, pkg_mgr="dnf", version="580.95.05", branch="",
-                                                  userspace_packages=["nvidia-driver-cuda"], flavour_packages={},
-                                                  kmod_packages={}, fabric_manager_packages=["nvidia-fabricmanager"]))
+    rhel_settings = dict(NOBLE_DISTRO, pkg_mgr="dnf", version="580.95.05", branch="",
+                         userspace_packages=["nvidia-driver-cuda"], flavour_packages={}, kmod_packages={},
+                         fabric_manager_packages=["nvidia-fabricmanager"])
+    rhel = np.driver_package_plan("ignored", rhel_settings)
     assert rhel["install"] == ["nvidia-driver-cuda=580.95.05*"] and rhel["fm_dnf"] == ["nvidia-fabricmanager"]
     assert rhel["offered"] == [] and rhel["version"] == ""
 
