@@ -47,10 +47,9 @@ VARS_NAME = re.compile(r"^(?P<name>[A-Za-z]+)(_(?P<major>[0-9]+))?\.yml$")
 KNOWN_OS = {"Debian", "Ubuntu", "RedHat", "Rocky", "AlmaLinux", "CentOS"}
 
 # Roles whose package tasks are still to be converted to gpucloud.fleet.packages_present (issue 29,
-# item 1): other changes rework them in the same session. Nothing else may be listed here, and
-# a role leaves the list once it installs no other way (test_roles_still_to_convert_still_need_it).
-# k8s_gpu_node installs no distribution package, so it is checked like every other role.
-PACKAGES_STILL_TO_CONVERT = {"host_hardening", "training_benchmark"}
+# item 1). Every role is converted: nothing may be listed here, and a role leaves the list once it
+# installs no other way (test_roles_still_to_convert_still_need_it).
+PACKAGES_STILL_TO_CONVERT = set()
 
 # Installs packages_present cannot do, each with its reason: (role, task name).
 # - EPEL's release package on Red Hat Enterprise Linux comes from its URL (EPEL's instructions;
