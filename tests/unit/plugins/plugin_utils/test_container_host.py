@@ -83,17 +83,11 @@ def _yaml_files(*tops):
                     yield os.path.join(dirpath, f)
 
 
-# host_hardening keeps its own list this session (owned elsewhere); it is the one exception.
-EXCEPTIONS = ("roles/host_hardening/",)
-
-
 def test_one_answer_to_is_this_a_container():
     """Nothing but the container_host test reads the virtualisation type to decide."""
     offenders = []
     for path in _yaml_files("roles", "playbooks"):
         rel = os.path.relpath(path, ROOT)
-        if rel.startswith(EXCEPTIONS):
-            continue
         with open(path, encoding="utf-8") as handle:
             for number, line in enumerate(handle, 1):
                 if re.search(r"virtualization_(type|role|tech_guest)\b", line) and "is not defined" not in line:
