@@ -809,7 +809,7 @@ def site_summary_markdown(nodes, stages_all, stages_enabled, skip_reasons=None, 
         if node.get("reboot_required"):
             reboot = "REQUIRED, %s" % ("allowed (done by the roles' handlers)" if node.get("reboot_allowed")
                                        else "not allowed: reboot in a maintenance window or rerun with "
-                                            "site_allow_reboot=true")
+                                            "rollout_allow_reboot=true")
         else:
             reboot = "not needed"
         lines.append("| %s | %s | %s | %s | %s | %s |" % (
@@ -818,7 +818,7 @@ def site_summary_markdown(nodes, stages_all, stages_enabled, skip_reasons=None, 
     skipped = [s for s in stages_all if s not in stages_enabled]
     lines.append("")
     if skipped:
-        lines.append("Stages skipped by site_stages: %s." % "; ".join(
+        lines.append("Stages skipped by rollout_stages: %s." % "; ".join(
             "%s (%s)" % (s, skip_reasons.get(s, "no reason given")) for s in skipped))
     else:
         lines.append("Every stage was enabled.")

@@ -323,8 +323,10 @@ def test_site_summary_rows_skips_and_gpu_less_sentence():
                                             expected=["lab-gpu-1", "lab-gpu-2"])
     assert text.startswith("# Rollout summary (CHECK MODE: nothing was changed)")
     assert "| lab-gpu-1 | lab_gpu | Debian 12.12 | host_prep, verify | REQUIRED, not allowed" in text
+    # The setting it names is the one the rollout role reads (rollout_allow_reboot, not site_*).
+    assert "rerun with rollout_allow_reboot=true" in text
     assert "| lab-gpu-2 | - | - | - | - | NOT RUN" in text
-    assert "Stages skipped by site_stages: cuda_toolkit (no CUDA repository in the lab)." in text
+    assert "Stages skipped by rollout_stages: cuda_toolkit (no CUDA repository in the lab)." in text
     assert "No GPU present on lab-gpu-1" in text
     assert "Not rolled out: lab-gpu-2." in text
 
