@@ -15,8 +15,9 @@ present, so that the canary batch holds those first nodes. Pure: no Ansible obje
 import re
 
 # A serial entry: a whole number of hosts, or a percentage of the play's hosts.
+# Whole numbers only, as Ansible's own ``serial`` reads them, and no surrounding space.
 _COUNT_RE = re.compile(r"[0-9]+")
-_PERCENT_RE = re.compile(r"[0-9]+(\.[0-9]+)?%")
+_PERCENT_RE = re.compile(r"[0-9]+%")
 
 
 class RolloutError(ValueError):
@@ -24,29 +25,31 @@ class RolloutError(ValueError):
 
 
 def _serial_entry(entry):
-    """1, "1", "10%" -> 1, 1, "10%"; anything else (0, -1, True, "x", 1.5) raises."""
+    """1, "1", "10%" -> 1, 1, "10%"; anything else (0, -1, True, "x", 1.5, "150%", " 5") raises."""
     if isinstance(entry, bool):
-        raise RolloutError("serial entry %r is not a number of hosts or a percentage" % (entry,))
+        raise RolloutError("rollout_serial entry %r is not a number of hosts or a percentage" % (entry,))
     if isinstance(entry, int):
         number = entry
-    elif isinstance(entry, str) and _COUNT_RE.fullmatch(entry.strip()):
-        number = int(entry.strip())
-    elif isinstance(entry, str) and _PERCENT_RE.fullmatch(entry.strip()):
-        if float(entry.strip()[:-1]) <= 0:
-            raise RolloutError("serial entry %r must be more than 0%%" % (entry,))
-        return entry.strip()
+    elif isinstance(entry, str) and _COUNT_RE.fullmatch(entry):
+        number = int(entry)
+    elif isinstance(entry, str) and _PERCENT_RE.fullmatch(entry):
+        if not 1 <= int(entry[:-1]) <= 100:
+            raise RolloutError("rollout_serial entry %r must be a percentage from 1%% to 100%%" % (entry,))
+        return entry
     else:
-        raise RolloutError("serial entry %r is not a number of hosts or a percentage like \"25%%\"" % (entry,))
+        raise RolloutError("rollout_serial entry %r is not a number of hosts or a whole percentage like \"25%%\""
+                           % (entry,))
     if number <= 0:
-        raise RolloutError("serial entry %r must be at least 1" % (entry,))
+        raise RolloutError("rollout_serial entry %r must be at least 1" % (entry,))
     return number
 
 
 def serial_list(serial):
-    """rollout_serial as a list of entries (a single value is a list of one)."""
+    """rollout_serial as a list of entries (a single value is a list of one, as Ansible's
+    ``serial`` reads it)."""
     entries = serial if isinstance(serial, (list, tuple)) else [serial]
     if not entries:
-        raise RolloutError("serial is empty: give a number of hosts, a percentage or a list of them")
+        raise RolloutError("rollout_serial is empty: give a number of hosts, a percentage or a list of them")
     return [_serial_entry(entry) for entry in entries]
 
 

@@ -83,12 +83,13 @@ def test_serial_without_canary_is_unchanged(serial, expected):
     assert result["order"] == ["a1", "h1", "a2"]
 
 
-@pytest.mark.parametrize("serial", [[1, "10%"], ["1", 5], [" 1 ", "25%"]])
+@pytest.mark.parametrize("serial", [[1, "10%"], ["1", 5], ["1", "100%"]])
 def test_canary_forms(serial):
     assert asks_for_canary(serial)
 
 
-@pytest.mark.parametrize("bad", [0, -1, True, "x", 1.5, "0%", "-5%", [], [1, None], "1\n2", "²"])
+@pytest.mark.parametrize("bad", [0, -1, True, "x", 1.5, "0%", "-5%", [], [1, None], "1\n2", "²",
+                                 "150%", "12.5%", " 1 ", "25%\n", [1, "101%"]])
 def test_bad_serial_is_refused(bad):
     with pytest.raises(RolloutError):
         serial_list(bad)
