@@ -2,12 +2,13 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-# Documentation: host_prep_bios_plan.yml beside this file. Logic: plugin_utils/host_prep_bios.py.
+# Documentation: host_prep_bios_plan.yml and host_prep_plan.yml beside this file.
+# Logic: plugin_utils/host_prep_bios.py and plugin_utils/host_prep.py.
 
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpucloud.fleet.plugins.plugin_utils import host_prep_bios
+from ansible_collections.gpucloud.fleet.plugins.plugin_utils import host_prep, host_prep_bios
 
 
 def host_prep_bios_plan(wanted, current, settings=None):
@@ -17,6 +18,13 @@ def host_prep_bios_plan(wanted, current, settings=None):
         raise AnsibleFilterError("host_prep_bios_plan: %s" % exc) from exc
 
 
+def host_prep_plan(settings):
+    try:
+        return host_prep.plan(settings)
+    except host_prep.HostPrepError as exc:
+        raise AnsibleFilterError("host_prep_plan: %s" % exc) from exc
+
+
 class FilterModule(object):
     def filters(self):
-        return {"host_prep_bios_plan": host_prep_bios_plan}
+        return {"host_prep_bios_plan": host_prep_bios_plan, "host_prep_plan": host_prep_plan}

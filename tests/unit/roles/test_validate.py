@@ -20,6 +20,7 @@ from ansible_collections.gpucloud.fleet.tests.unit.roles.playbook_cases import R
 FLOATS = "Refuse version variables that YAML read as floats"
 TIMEOUTS = "Require positive timeouts"
 NCCL_SETTINGS = "Assert the settings fit together"
+HOST_PREP = "Check the settings and plan the sysctl profile"
 
 # (case id, role, variables, task expected to refuse it or None, words its message holds)
 CASES = [
@@ -40,8 +41,8 @@ CASES = [
      {"cuda_toolkit_versions": ["12.4"], "cuda_toolkit_driver_version": 570.10}, FLOATS, ["cuda_toolkit_driver_version"]),
     ("cuda-quoted", "cuda_toolkit", {"cuda_toolkit_versions": ["12.10"], "cuda_toolkit_driver_version": "570.10"},
      None, []),
-    ("host-prep-reboot-timeout-0", "host_prep", {"host_prep_reboot_timeout": 0}, TIMEOUTS, ["host_prep_reboot_timeout"]),
-    ("host-prep-bmc-timeout-negative", "host_prep", {"host_prep_bmc_timeout": -1}, TIMEOUTS, ["host_prep_bmc_timeout"]),
+    ("host-prep-reboot-timeout-0", "host_prep", {"host_prep_reboot_timeout": 0}, HOST_PREP, ["host_prep_reboot_timeout"]),
+    ("host-prep-bmc-timeout-negative", "host_prep", {"host_prep_bmc_timeout": -1}, HOST_PREP, ["host_prep_bmc_timeout"]),
     ("host-prep-timeouts-ok", "host_prep", {"host_prep_reboot_timeout": "900"}, None, []),
     ("nccl-reboot-timeout-0", "nccl_fabric", {"nccl_fabric_reboot_timeout": 0}, TIMEOUTS, ["nccl_fabric_reboot_timeout"]),
     ("nccl-tests-timeout-negative", "nccl_fabric", {"nccl_fabric_nccl_tests_timeout": -1}, TIMEOUTS,
@@ -64,7 +65,7 @@ CASES = [
 
 
 # validate.yml runs after main.yml has loaded the OS family's vars; load Debian's here.
-OS_VARS = {"nccl_fabric": os.path.join(ROOT, "roles", "nccl_fabric", "vars", "Debian.yml")}
+OS_VARS = {role: os.path.join(ROOT, "roles", role, "vars", "Debian.yml") for role in ("nccl_fabric", "host_prep")}
 
 
 def _with_os_vars(role, variables):
@@ -89,7 +90,7 @@ def test_validate_refuses_by_name(outcomes, case_id, role, variables, task, word
     outcome = outcomes[case_id]
     if task is None:
         # Later checks (the OS of this machine, say) may refuse the case; ours must not.
-        assert outcome["task"] not in (FLOATS, TIMEOUTS), outcome
+        assert outcome["task"] not in (FLOATS, TIMEOUTS, HOST_PREP), outcome
         assert "nccl_fabric_nccl_extra_env" not in outcome["msg"], outcome
     else:
         assert outcome["task"] == task, outcome

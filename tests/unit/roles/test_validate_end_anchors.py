@@ -18,17 +18,17 @@ import yaml
 
 from ansible_collections.gpucloud.fleet.tests.unit.roles.playbook_cases import ROOT, ansible_env, case_play, run_cases
 
-CMDLINE = "Assert every host_prep_kernel_cmdline entry is `key` or `key=value` without spaces or quotes"
-SYSCTL = "Assert sysctl keys and values are well formed"
+# host_prep checks everything in one plan (plugins/plugin_utils/host_prep.py), one task.
+HOST_PREP = "Check the settings and plan the sysctl profile"
 
 # (case id, role, variables, task expected to refuse it or None)
 CASES = [
-    ("host-prep-timeout-newline", "host_prep", {"host_prep_reboot_timeout": "900\n"}, "Require positive timeouts"),
-    ("host-prep-cmdline-newline", "host_prep", {"host_prep_kernel_cmdline": ["iommu=pt\n"]}, CMDLINE),
+    ("host-prep-timeout-newline", "host_prep", {"host_prep_reboot_timeout": "900\n"}, HOST_PREP),
+    ("host-prep-cmdline-newline", "host_prep", {"host_prep_kernel_cmdline": ["iommu=pt\n"]}, HOST_PREP),
     ("host-prep-cmdline-ok", "host_prep", {"host_prep_kernel_cmdline": ["iommu=pt", "quiet"]}, None),
-    ("host-prep-sysctl-key-newline", "host_prep", {"host_prep_sysctl_extra": {"vm.swappiness\n": 10}}, SYSCTL),
+    ("host-prep-sysctl-key-newline", "host_prep", {"host_prep_sysctl_extra": {"vm.swappiness\n": 10}}, HOST_PREP),
     ("host-prep-bmc-newline", "host_prep", {"host_prep_bmc_address": "bmc.example.net\n", "host_prep_bmc_username": "u",
-                                            "host_prep_bmc_password": "p"}, "Assert the BMC settings are complete"),
+                                            "host_prep_bmc_password": "p"}, HOST_PREP),
     ("nccl-timeout-newline", "nccl_fabric", {"nccl_fabric_nccl_tests_timeout": "60\n"}, "Require positive timeouts"),
     ("cuda-version-newline", "cuda_toolkit", {"cuda_toolkit_versions": ["12.8\n"], "cuda_toolkit_default": "12.8\n"},
      "Require well-formed toolkit versions and a default among them"),
