@@ -16,8 +16,8 @@ from ansible_collections.gpucloud.fleet.tests.unit.roles.playbook_cases import a
 MPS = {"name": "mps", "gpu_model": "H200", "gpu_count": 2, "gpu_memory_mib_min": 80000, "mig": False,
        "sharing": {"mode": "mps", "replicas": 4}}
 MIG = {"name": "mig", "gpu_model": "A100 80GB PCIe", "gpu_count": 4, "mig": {"strategy": "single", "layout": "all-1g.10gb"}}
-LIMITS = "Check the MPS limits"
-CONFIG = "Build the profile's mig-parted config (strict api/spec/v1)"
+# One plan task checks both (plugins/plugin_utils/gpu_sharing.py, issue 29).
+LIMITS = CONFIG = "Check the profile's MIG and sharing keys and the settings, and plan the MIG layout and the MPS limits"
 
 # (case id, variables, task expected to refuse it or None)
 CASES = [
