@@ -8,7 +8,7 @@
 
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.gpucloud.fleet.plugins.module_utils.compliance import (
+from ansible_collections.gpucloud.fleet.plugins.plugin_utils.compliance_report import (
     ComplianceError,
     evidence_file_name,
     fleet_markdown,

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from ansible_collections.gpucloud.fleet.plugins.module_utils.compliance import (
+from ansible_collections.gpucloud.fleet.plugins.plugin_utils.compliance_report import (
     FAIL,
     NO_EVIDENCE,
     PASS,
@@ -86,7 +86,7 @@ def test_catastrophic_host_regex_is_refused_fast():
 def test_the_check_runs_in_a_bounded_time_in_a_fresh_interpreter():
     """The same in a child process with a time limit, so that a regression fails instead of hanging."""
     code = ("import sys; sys.path.insert(0, %r)\n"
-            "from ansible_collections.gpucloud.fleet.plugins.module_utils.compliance import run_checks\n"
+            "from ansible_collections.gpucloud.fleet.plugins.plugin_utils.compliance_report import run_checks\n"
             "ev = {'apt_holds': {'rc': 0, 'stdout': %r}, 'apt_config': {'rc': 0, 'stdout': %r}}\n"
             "print(run_checks(ev, {}, ['unattended_respects_holds'])['unattended_respects_holds']['status'])\n"
             % (os.path.join(ROOT, ".cache", "collections"), CATASTROPHIC_NAME,
