@@ -6,15 +6,17 @@
 
 DOCUMENTATION = r"""
 module: ib_info
-short_description: Report InfiniBand/RoCE HCAs and optionally assert the fabric state
+short_description: Report InfiniBand/RoCE HCAs and how they differ from an expected fabric state
 version_added: 0.1.0
 author:
   - gpucloud.fleet contributors (@gpucloud)
 description:
   - Runs C(ibstat) (or C(ibv_devinfo -v)) on the host, or parses output captured earlier,
     and returns every HCA with its ports as structured data.
-  - With O(expect) the module asserts the HCA count, port state, physical state, rate and link
-    layer, and fails with a message that lists every mismatch, not just the first.
+  - With O(expect) the module compares the HCA count, port state, physical state, rate and link
+    layer and returns every difference in RV(mismatches). It never fails on a difference (an
+    C(_info) module reports); judge with C(ansible.builtin.assert) on RV(mismatches), as the
+    C(gpucloud.fleet.nccl_fabric) role does.
   - Read-only; the commands run in check mode too.
 extends_documentation_fragment:
   - gpucloud.fleet.read_only
@@ -51,13 +53,13 @@ options:
   fail_on_missing:
     description:
       - When the command is not installed, fail with a message naming the package.
-      - When V(false), report no HCAs (RV(hca_count=0)) instead; O(expect) is still evaluated.
+      - When V(false), report no HCAs (RV(hca_count=0)) instead; O(expect) is still compared.
     type: bool
     default: true
   expect:
     description:
-      - What the fabric must look like. When given, the module fails if anything differs and
-        returns every difference in RV(mismatches).
+      - What the fabric should look like. When given, the module returns every difference in
+        RV(mismatches); it does not fail on them.
       - Port checks apply to every port of every considered CA unless O(expect.ports) narrows
         them. String comparisons ignore case.
       - When no CA is considered (no RDMA device, or O(expect.ca_pattern) or O(expect.ca_names)
@@ -103,7 +105,7 @@ options:
 notes:
   - The commands run with C(LC_ALL=C). When C(ibstat) exits non-zero after printing some CAs
     (for example C(ibpanic) on a device that vanished) the printed CAs are returned with a
-    warning, and O(expect.hca_count) catches the missing one.
+    warning, and O(expect.hca_count) reports the missing one.
   - A host whose RDMA stack is not loaded makes C(ibstat) fail with C(can't list IB device
     names); that is reported as no HCAs with a warning.
   - Checking real ports needs real HCAs; in tests use O(text) or O(src) with captured output.
@@ -118,13 +120,19 @@ EXAMPLES = r"""
   gpucloud.fleet.ib_info:
   register: ib
 
-- name: Assert eight NDR InfiniBand HCAs, all ports up, ignoring the Ethernet NICs
+- name: Compare the HCAs with eight NDR InfiniBand HCAs, all ports up, ignoring the Ethernet NICs
   gpucloud.fleet.ib_info:
     expect:
       hca_count: 8
       ca_pattern: "mlx5_([0-9]|1[0-1])"
       rate: 400
       link_layer: InfiniBand
+  register: fabric
+
+- name: Assert the fabric is what the profile says
+  ansible.builtin.assert:
+    that: fabric.mismatches | length == 0
+    fail_msg: "InfiniBand fabric check failed: {{ fabric.mismatches | join('; ') }}"
 
 - name: Parse ibv_devinfo -v output captured earlier
   gpucloud.fleet.ib_info:
@@ -135,19 +143,6 @@ EXAMPLES = r"""
   gpucloud.fleet.ib_info:
     fail_on_missing: false
   register: ib
-
-- name: Show what failed on a broken host without stopping the play
-  gpucloud.fleet.ib_info:
-    expect:
-      hca_count: 8
-      rate: 200
-  register: fabric
-  ignore_errors: true
-
-- name: Print every mismatch
-  ansible.builtin.debug:
-    var: fabric.mismatches
-  when: fabric is failed
 """
 
 RETURN = r"""
@@ -281,8 +276,6 @@ def run_module(module):
             result["mismatches"] = check_fabric(view, expect)
         except ValueError as exc:
             module.fail_json(msg="invalid expect: %s" % to_native(exc), **result)
-    if result["mismatches"]:
-        module.fail_json(msg="InfiniBand fabric check failed: %s" % "; ".join(result["mismatches"]), **result)
     module.exit_json(**result)
 
 
