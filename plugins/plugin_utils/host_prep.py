@@ -127,3 +127,77 @@ def plan(settings):
     sysctl = _sysctl(settings)
     _check_bmc(settings)
     return {"sysctl": sysctl}
+
+
+# The node read of roles/host_prep/tasks/read_node.yml: one command, sections headed "@@name".
+SECTIONS = ("secure-boot", "modprobe", "files", "cpufreq", "governors-available", "governors")
+
+
+def _sections(text):
+    sections, seen, current = {name: [] for name in SECTIONS}, set(), None
+    for line in text.splitlines():
+        if line.startswith("@@"):
+            tag, _, rest = line[2:].partition(" ")
+            if tag == "secure-boot-rc":
+                sections[tag], current = rest, None
+            elif tag in SECTIONS:
+                current = tag
+            else:
+                raise HostPrepError("node read: unknown section %r" % line)
+            seen.add(tag)
+        elif current is None:
+            raise HostPrepError("node read: output outside a section: %r" % line)
+        else:
+            sections[current].append(line)
+    missing = [name for name in SECTIONS + ("secure-boot-rc",) if name not in seen]
+    if missing:
+        raise HostPrepError("node read: sections %s missing (an interrupted read?)" % ", ".join(missing))
+    return sections
+
+
+def _mtime(value):
+    return None if value == "-" else float(value)
+
+
+def node_state(text):
+    """What one read of the node says (read_node.yml), as the role's tasks use it.
+
+    secure_boot_state: enabled | disabled | not_supported | unknown, from `mokutil --sb-state`
+    (exit status 0 and "SecureBoot enabled/disabled"; "not supported" whatever the status;
+    anything else unknown, never guessed); squashfs_blocks: modprobe rules that keep squashfs
+    from loading; files: mtime (seconds, or None when absent) of grub_cfg, grub_fragment,
+    governor_unit and ondemand; cpufreq: whether the CPUs expose cpufreq governors, the
+    governors offered and those set now.
+    """
+    sections = _sections(text)
+    sb_out = "\n".join(sections["secure-boot"])
+    try:
+        sb_rc = int(sections["secure-boot-rc"])
+    except ValueError:
+        raise HostPrepError("node read: mokutil exit status %r is not a number" % sections["secure-boot-rc"])
+    if sb_rc == 0 and "SecureBoot enabled" in sb_out:
+        state = "enabled"
+    elif sb_rc == 0 and "SecureBoot disabled" in sb_out:
+        state = "disabled"
+    elif "not supported" in sb_out:
+        state = "not_supported"
+    else:
+        state = "unknown"
+    files = {}
+    for line in sections["files"]:
+        name, _, mtime = line.partition(" ")
+        try:
+            files[name] = _mtime(mtime)
+        except ValueError:
+            raise HostPrepError("node read: %s has no mtime: %r" % (name, line))
+    available = [line for line in sections["governors-available"] if line.strip()]
+    return {
+        "secure_boot_state": state,
+        "secure_boot_detail": " ".join(sb_out.split()),
+        "squashfs_blocks": [line for line in sections["modprobe"] if SQUASHFS_BLOCK.match(line)],
+        "files": files,
+        "cpufreq": any(line.strip() for line in sections["cpufreq"]),
+        "governors_available": available[0].split() if available else [],
+        "governors_offered": available[0].strip() if available else "",
+        "governors": [line.strip() for line in sections["governors"] if line.strip()],
+    }

@@ -6,8 +6,8 @@ import pytest
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpucloud.fleet.plugins.filter.host_prep import host_prep_plan
-from ansible_collections.gpucloud.fleet.plugins.plugin_utils.host_prep import HostPrepError, plan
+from ansible_collections.gpucloud.fleet.plugins.filter.host_prep import host_prep_node_state, host_prep_plan
+from ansible_collections.gpucloud.fleet.plugins.plugin_utils.host_prep import HostPrepError, node_state, plan
 
 
 def settings(**changes):
@@ -119,3 +119,69 @@ def test_the_filter_names_itself_and_chains():
     with pytest.raises(AnsibleFilterError, match="^host_prep_plan: host_prep_reboot_timeout") as info:
         host_prep_plan(settings(host_prep_reboot_timeout=0))
     assert isinstance(info.value.__cause__, HostPrepError)
+
+
+# What roles/host_prep/tasks/read_node.yml prints; the files section from a lab container.
+def read(secure_boot="SecureBoot disabled", rc=0, modprobe="options nouveau modeset=0\nalias fs-ext4 ext4",
+         files="grub_cfg 1764780000.25\ngrub_fragment 1764779990.5\ngovernor_unit -\nondemand -",
+         cpufreq="/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor",
+         available="performance powersave", governors="powersave\nperformance"):
+    return "\n".join(["@@secure-boot", secure_boot, "@@secure-boot-rc %s" % rc, "@@modprobe", modprobe,
+                      "@@files", files, "@@cpufreq", cpufreq, "@@governors-available", available,
+                      "@@governors", governors]).replace("\n\n", "\n") + "\n"
+
+
+@pytest.mark.parametrize("secure_boot, rc, state", [
+    ("SecureBoot enabled", 0, "enabled"),
+    ("SecureBoot disabled\nPlatform is in Setup Mode", 0, "disabled"),
+    ("SecureBoot enabled", 1, "unknown"),
+    ("EFI variables are not supported on this system", 255, "not_supported"),
+    ("EFI variables are not supported on this system", 0, "not_supported"),
+    ("mokutil: not found", 127, "unknown"),
+    ("", 0, "unknown"),
+    ("Failed to read SecureBoot", 1, "unknown"),
+])
+def test_secure_boot_state_is_read_never_guessed(secure_boot, rc, state):
+    assert node_state(read(secure_boot=secure_boot, rc=rc))["secure_boot_state"] == state
+
+
+def test_secure_boot_detail_is_one_line():
+    assert node_state(read("SecureBoot disabled\nPlatform is in Setup Mode"))["secure_boot_detail"] == \
+        "SecureBoot disabled Platform is in Setup Mode"
+
+
+def test_squashfs_blocks_are_the_rules_that_keep_it_out():
+    modprobe = "\n".join(["install squashfs /bin/true", "blacklist squashfs", "blacklist squashfs_extra",
+                          "install squashfsx /bin/false", "options squashfs x=1", "# blacklist squashfs",
+                          "blacklist cramfs"])
+    assert node_state(read(modprobe=modprobe))["squashfs_blocks"] == ["install squashfs /bin/true", "blacklist squashfs"]
+
+
+def test_files_and_governors():
+    state = node_state(read())
+    assert state["files"] == {"grub_cfg": 1764780000.25, "grub_fragment": 1764779990.5, "governor_unit": None,
+                              "ondemand": None}
+    assert state["cpufreq"] is True
+    assert state["governors_available"] == ["performance", "powersave"]
+    assert state["governors_offered"] == "performance powersave"
+    assert state["governors"] == ["powersave", "performance"]
+
+
+def test_no_cpufreq():
+    state = node_state(read(cpufreq="", available="", governors=""))
+    assert (state["cpufreq"], state["governors_available"], state["governors"]) == (False, [], [])
+
+
+@pytest.mark.parametrize("text, words", [
+    ("stray\n" + read(), "outside a section"),
+    (read().replace("@@governors\n", ""), "sections governors missing"),
+    (read().replace("@@secure-boot-rc 0\n", ""), "secure-boot-rc"),
+    (read(rc="x"), "exit status"),
+    (read(files="grub_cfg yesterday"), "grub_cfg has no mtime"),
+    (read() + "@@other\n", "unknown section"),
+])
+def test_a_broken_read_is_an_error(text, words):
+    with pytest.raises(HostPrepError, match=words):
+        node_state(text)
+    with pytest.raises(AnsibleFilterError, match="^host_prep_node_state: "):
+        host_prep_node_state(text)
