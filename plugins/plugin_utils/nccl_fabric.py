@@ -64,15 +64,15 @@ def ipoib_address(subnet, index, offset=0):
     """
     if not HAS_NETADDR:
         raise NcclFabricPlanError("ipoib_address: the Python library netaddr is required on the controller "
-                                 "(pip install netaddr)")
+                                  "(pip install netaddr)")
     if not isinstance(subnet, str):
         raise NcclFabricPlanError("ipoib_address: subnet must be a CIDR string such as 10.10.0.0/16, got %r"
-                                 % (subnet,))
+                                  % (subnet,))
     index = _whole(index, "index")
     offset = _whole(offset, "offset")
     if "/" not in subnet:
         raise NcclFabricPlanError("ipoib_address: subnet %r has no prefix length; write it as CIDR, e.g. 10.10.0.0/16"
-                                 % subnet)
+                                  % subnet)
     try:
         network = netaddr.IPNetwork(subnet.strip()).cidr
     except (netaddr.AddrFormatError, ValueError, TypeError) as exc:
