@@ -11,6 +11,8 @@ Commands run through an injected ``run(argv, data=None) -> (rc, stdout, stderr)`
 ``disk_preflight`` and ``clevis_binding_status`` are thin wrappers.
 """
 
+import base64
+import binascii
 import json
 import re
 
@@ -128,6 +130,88 @@ def preflight(run, wipefs, volume_devices, md_devices, md_name, allow_format, md
         "probed": probe,
         "signatures": signatures,
     }
+
+
+# --- Tang servers: every one must answer with keys -----------------------------------
+
+def tang_adv_url(server):
+    """``GET`` address of a Tang server's advertisement (one trailing slash dropped)."""
+    return (server[:-1] if server.endswith("/") else server) + "/adv"
+
+
+def _b64url_json(text):
+    text = text.replace("-", "+").replace("_", "/")
+    return json.loads(base64.b64decode(text + "=" * ((4 - len(text) % 4) % 4)))
+
+
+def adv_key_ops(body):
+    """The ``key_ops`` of every key a Tang advertisement (a JWS whose payload is a JWK
+    set) offers, or None when the body is not such an advertisement."""
+    try:
+        payload = json.loads(body)["payload"]
+        keys = _b64url_json(payload)["keys"]
+        ops = []
+        for key in keys:
+            ops.extend(key.get("key_ops", []))
+        return ops
+    except (ValueError, KeyError, TypeError, AttributeError, binascii.Error):
+        return None
+
+
+def judge_tang_answers(answers):
+    """``answers`` is ``[(server, status, body, msg), ...]`` (status -1: no answer).
+
+    Returns ``(unreachable, keyless)``: the servers that did not answer 200, each
+    as ``"server (why)"``, and those whose answer holds no signing (``verify``) and
+    exchange (``deriveKey``) key.
+    """
+    unreachable, keyless = [], []
+    for server, status, body, msg in answers:
+        if status != 200:
+            unreachable.append("%s (%s)" % (server, _one_line(msg) or "no answer"))
+            continue
+        ops = adv_key_ops(body) or []
+        if "verify" not in ops or "deriveKey" not in ops:
+            keyless.append(server)
+    return unreachable, keyless
+
+
+def tang_failure_message(unreachable, keyless):
+    parts = ["Tang check failed before any device was touched."]
+    if unreachable:
+        parts.append("Unreachable or not answering /adv with 200: %s." % "; ".join(unreachable))
+    if keyless:
+        parts.append("No signing (verify) and exchange (deriveKey) key advertised by: %s." % ", ".join(keyless))
+    parts.append("Every server in disk_encryption_tang_servers must answer, whatever disk_encryption_tang_threshold is.")
+    return " ".join(parts)
+
+
+def tang_check_mode_warning(unreachable):
+    return (
+        "check mode: not answering /adv now: %s. Nothing is touched in check mode; the real run stops "
+        "here, before any device, unless every server in disk_encryption_tang_servers answers by then. "
+        "A Tang server that this run sets up (site.yml's tang_server stage) answers once that stage has "
+        "run for real." % "; ".join(unreachable)
+    )
+
+
+def tang_check(fetch, servers, check_mode):
+    """Ask every server for its advertisement (``fetch(url) -> (status, body, msg)``).
+
+    A server that answers without both keys fails in both modes; one that does not
+    answer fails a real run and, in check mode (where a Tang server the same run sets
+    up cannot answer yet), is only reported. Returns ``(unreachable, warning)``
+    (``warning`` is None when every server answered); raises DiskEncryptionError with
+    the operator-facing message.
+    """
+    answers = []
+    for server in servers:
+        status, body, msg = fetch(tang_adv_url(server))
+        answers.append((server, status, body, msg))
+    unreachable, keyless = judge_tang_answers(answers)
+    if keyless or (unreachable and not check_mode):
+        raise DiskEncryptionError(tang_failure_message(unreachable, keyless))
+    return unreachable, tang_check_mode_warning(unreachable) if unreachable else None
 
 
 # --- Clevis binding of a LUKS keyslot ---------------------------------------------------
