@@ -137,7 +137,7 @@ def _sections(text):
     sections, seen, current = {name: [] for name in SECTIONS}, set(), None
     for line in text.splitlines():
         if line.startswith("@@"):
-            tag, _, rest = line[2:].partition(" ")
+            tag, rest = (line[2:].split(" ", 1) + [""])[:2]
             if tag == "secure-boot-rc":
                 sections[tag], current = rest, None
             elif tag in SECTIONS:
@@ -185,7 +185,7 @@ def node_state(text):
         state = "unknown"
     files = {}
     for line in sections["files"]:
-        name, _, mtime = line.partition(" ")
+        name, mtime = (line.split(" ", 1) + [""])[:2]
         try:
             files[name] = _mtime(mtime)
         except ValueError:
