@@ -53,9 +53,6 @@ FILTERS = {
     "nvidia_nccl_packages": np.nccl_packages,
     "nvidia_version_matches": np.version_matches,
     "nvidia_persistenced_override": np.persistenced_override,
-    "nvidia_superseded_packages": np.superseded_packages,
-    "nvidia_driver_package_plan": np.driver_package_plan,
-    "nvidia_transitional_target": np.transitional_target,
 }
 
 

@@ -22,18 +22,24 @@ TIMEOUTS = "Require positive timeouts"
 # nccl_fabric checks everything in one plan task (plugins/plugin_utils/nccl_fabric.py, issue 29).
 NCCL_SETTINGS = "Check the settings and compute this host's IPoIB addresses"
 HOST_PREP = "Check the settings and plan the sysctl profile"
+NVIDIA_DRIVER_SETTINGS = "Refuse settings that do not fit together (each refusal names its variable)"
 
 # (case id, role, variables, task expected to refuse it or None, words its message holds)
 CASES = [
-    ("driver-version-float", "nvidia_driver", {"nvidia_driver_version": 570.10}, FLOATS,
+    ("driver-version-float", "nvidia_driver", {"nvidia_driver_version": 570.10}, NVIDIA_DRIVER_SETTINGS,
      ["nvidia_driver_version", "quote"]),
-    ("driver-branch-float", "nvidia_driver", {"nvidia_driver_branch": 580.0}, FLOATS, ["nvidia_driver_branch"]),
+    ("driver-branch-float", "nvidia_driver", {"nvidia_driver_branch": 580.0}, NVIDIA_DRIVER_SETTINGS,
+     ["nvidia_driver_branch", "float"]),
+    ("driver-fabric-manager-debian", "nvidia_driver",
+     {"nvidia_driver_branch": "580", "nvidia_driver_source": "distro", "nvidia_driver_fabric_manager": True},
+     NVIDIA_DRIVER_SETTINGS, ["nvidia_driver_fabric_manager=true", "nvidia_driver_source=distro"]),
     ("driver-version-quoted", "nvidia_driver", {"nvidia_driver_version": "570.10"}, None, []),
     ("driver-branch-int", "nvidia_driver", {"nvidia_driver_branch": 580}, None, []),
     ("driver-reboot-timeout-0", "nvidia_driver", {"nvidia_driver_branch": "580", "nvidia_driver_reboot_timeout": 0},
-     TIMEOUTS, ["nvidia_driver_reboot_timeout"]),
+     NVIDIA_DRIVER_SETTINGS, ["nvidia_driver_reboot_timeout", "greater than 0"]),
     ("driver-reboot-timeout-negative", "nvidia_driver",
-     {"nvidia_driver_branch": "580", "nvidia_driver_reboot_timeout": -5}, TIMEOUTS, ["nvidia_driver_reboot_timeout"]),
+     {"nvidia_driver_branch": "580", "nvidia_driver_reboot_timeout": -5}, NVIDIA_DRIVER_SETTINGS,
+     ["nvidia_driver_reboot_timeout"]),
     ("cuda-versions-float", "cuda_toolkit", {"cuda_toolkit_versions": ["12.4", 12.10]}, FLOATS,
      ["cuda_toolkit_versions", "12.10 becomes 12.1"]),
     ("cudnn-version-float", "cuda_toolkit", {"cuda_toolkit_versions": ["12.4"], "cuda_toolkit_cudnn_version": 9.1},
@@ -66,7 +72,7 @@ CASES = [
 
 
 # validate.yml runs after main.yml has loaded the OS family's vars; load Debian's here.
-OS_VARS = {role: os.path.join(ROOT, "roles", role, "vars", "Debian.yml") for role in ("nccl_fabric", "host_prep")}
+OS_VARS = {role: os.path.join(ROOT, "roles", role, "vars", "Debian.yml") for role in ("nccl_fabric", "host_prep", "nvidia_driver")}
 
 
 def _with_os_vars(role, variables):
@@ -91,7 +97,7 @@ def test_validate_refuses_by_name(outcomes, case_id, role, variables, task, word
     outcome = outcomes[case_id]
     if task is None:
         # Later checks (the OS of this machine, say) may refuse the case; ours must not.
-        assert outcome["task"] not in (FLOATS, TIMEOUTS, HOST_PREP), outcome
+        assert outcome["task"] not in (FLOATS, TIMEOUTS, HOST_PREP, NVIDIA_DRIVER_SETTINGS), outcome
         assert "nccl_fabric_nccl_extra_env" not in outcome["msg"], outcome
     else:
         assert outcome["task"] == task, outcome

@@ -473,15 +473,14 @@ def test_superseded_packages_on_ubuntu(installed, wanted, flavour_packages, expe
 ])
 def test_transitional_target_from_the_archive_records(fixture, target):
     assert np.transitional_target(_fixture(fixture)) == target
-    assert FILTERS["nvidia_transitional_target"](_fixture(fixture)) == target
 
 
 def test_transitional_target_ignores_names_without_a_branch_and_refuses_garbage():
     assert np.transitional_target("Package: nvidia-smi\nVersion: 535.261.03-1\nDepends: nvidia-smi-535\n") == ""
     with pytest.raises(np.NvidiaPackageError, match="no Package field"):
         np.transitional_target("")
-    with pytest.raises(AnsibleFilterError, match="nvidia_transitional_target"):
-        FILTERS["nvidia_transitional_target"]("E: No packages found")
+    with pytest.raises(np.NvidiaPackageError, match="no Package field"):
+        np.transitional_target("E: No packages found")
 
 
 # --- driver_package_plan: the role's whole package plan from one madison read ----------------
