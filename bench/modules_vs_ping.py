@@ -9,11 +9,11 @@ start to exit, repeated N times after one untimed warm-up; the report gives
 the median (and min/max) per case and the median minus ping's, which is what
 the module itself costs on top of Ansible's own round trip.
 
-Cases: ``ansible.builtin.ping``; ``gpucloud.fleet.nvidia_gpu_info`` (source
+Cases: ``ansible.builtin.ping``; ``gpucloud.fleet.nvidia_gpu_facts`` (source
 auto) and with ``src`` = the H200 capture; ``gpucloud.fleet.nvidia_topology``
 with ``src`` = a captured matrix; ``gpucloud.fleet.ib_info`` with ``src`` = a
 captured ibstat; ``gpucloud.fleet.nccl_tests_result`` on a captured log. When the
-first run finds a GPU, also ``nvidia_gpu_info`` with ``source=nvml`` and
+first run finds a GPU, also ``nvidia_gpu_facts`` with ``source=nvml`` and
 ``source=nvidia-smi`` and a live ``nvidia_topology``. nvidia_persistence is left
 out: it is not read-only.
 
@@ -261,9 +261,9 @@ def measure_all(args, env):
 
     cases = [
         ("ansible.builtin.ping", module_command(base, "ansible.builtin.ping")),
-        ("gpucloud.fleet.nvidia_gpu_info", module_command(base, "gpucloud.fleet.nvidia_gpu_info")),
-        ("gpucloud.fleet.nvidia_gpu_info src=(nvidia-smi -q -x capture)",
-         module_command(base, "gpucloud.fleet.nvidia_gpu_info", "src=" + args.gpu_info_src)),
+        ("gpucloud.fleet.nvidia_gpu_facts", module_command(base, "gpucloud.fleet.nvidia_gpu_facts")),
+        ("gpucloud.fleet.nvidia_gpu_facts src=(nvidia-smi -q -x capture)",
+         module_command(base, "gpucloud.fleet.nvidia_gpu_facts", "src=" + args.gpu_info_src)),
         ("gpucloud.fleet.nvidia_topology src=(topo -m capture)",
          module_command(base, "gpucloud.fleet.nvidia_topology", "src=" + args.topology_src)),
         ("gpucloud.fleet.ib_info src=(ibstat capture)",
@@ -277,7 +277,7 @@ def measure_all(args, env):
         print("timing %s ..." % name, file=sys.stderr)
         row, warm = measure(name, command, env, args.repeat)
         rows.append(row)
-        if name == "gpucloud.fleet.nvidia_gpu_info":
+        if name == "gpucloud.fleet.nvidia_gpu_facts":
             found = results(warm.stdout)
             facts = found[0] if found else {}
             if facts.get("gpu_count"):
@@ -289,10 +289,10 @@ def measure_all(args, env):
 
     if gpu_note.startswith("GPU present"):
         for name, command in (
-            ("gpucloud.fleet.nvidia_gpu_info source=nvml",
-             module_command(base, "gpucloud.fleet.nvidia_gpu_info", "source=nvml")),
-            ("gpucloud.fleet.nvidia_gpu_info source=nvidia-smi",
-             module_command(base, "gpucloud.fleet.nvidia_gpu_info", "source=nvidia-smi")),
+            ("gpucloud.fleet.nvidia_gpu_facts source=nvml",
+             module_command(base, "gpucloud.fleet.nvidia_gpu_facts", "source=nvml")),
+            ("gpucloud.fleet.nvidia_gpu_facts source=nvidia-smi",
+             module_command(base, "gpucloud.fleet.nvidia_gpu_facts", "source=nvidia-smi")),
             ("gpucloud.fleet.nvidia_topology (live nvidia-smi topo -m)",
              module_command(base, "gpucloud.fleet.nvidia_topology")),
         ):

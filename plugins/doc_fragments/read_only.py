@@ -4,7 +4,7 @@
 
 
 class ModuleDocFragment(object):
-    # The attributes of the modules that only read (nvidia_gpu_info, nvidia_topology, ib_info).
+    # The attributes of the modules that only read (nvidia_gpu_facts, nvidia_topology, ib_info).
     DOCUMENTATION = r"""
 options: {}
 attributes:

@@ -8,7 +8,7 @@ Every reading only reads. Nothing here judges: an expectation that is not met is
 observation (topology and InfiniBand mismatches), never an error; the controller judges
 (plugin_utils/acceptance.py). ``observe`` takes its senses as arguments: ``run(argv)`` ->
 ``(rc, out, err)`` with rc 127 for a command that is not installed, ``read_file(path)`` ->
-text or None when absent, and ``gpu_facts()`` -> nvidia_gpu_info's facts.
+text or None when absent, and ``gpu_facts()`` -> nvidia_gpu_facts' facts.
 
 The keys of the result are those plugin_utils/acceptance.py's ``evaluate`` reads, plus
 ``lspci`` ({text}), which the controller turns into ``pcie_acs``.

@@ -5,12 +5,15 @@
 """GPU facts from NVML (``nvidia-ml-py``'s ``pynvml``) with an nvidia-smi fallback.
 
 The pynvml module object, the nvidia-smi runner and the file reader are
-passed in, so everything here is testable without a GPU.
+passed in, so everything here is testable without a GPU. The modules that read GPUs
+(nvidia_gpu_facts, node_observation) take ``import_pynvml`` and ``read_text`` from here.
 """
 
 
 import ctypes
+import io
 import os
+import traceback
 
 from ansible_collections.gpucloud.fleet.plugins.module_utils.smi_xml import (
     gpu_record,
@@ -79,6 +82,24 @@ def empty_facts(source, driver_loaded=False):
         "gpu_count": 0,
         "gpus": [],
     }
+
+
+def import_pynvml():
+    """``(pynvml, None)``, or ``(None, the ImportError's traceback)`` when ``nvidia-ml-py`` is not installed."""
+    try:
+        import pynvml
+    except ImportError:
+        return None, traceback.format_exc()
+    return pynvml, None
+
+
+def read_text(path):
+    """The text of the file at PATH (UTF-8, undecodable bytes replaced), or None when it cannot be read."""
+    try:
+        with io.open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read()
+    except (IOError, OSError):
+        return None
 
 
 def missing_reason(facts):

@@ -5,7 +5,7 @@
 """Pure parsers for ``nvidia-smi -q -x`` (XML) and ``nvidia-smi -q`` (text).
 
 Both return the GPU facts in the shape the NVML path of
-``gpucloud.fleet.nvidia_gpu_info`` returns (see :func:`gpu_record`), so a
+``gpucloud.fleet.nvidia_gpu_facts`` returns (see :func:`gpu_record`), so a
 playbook does not care which source answered.  "N/A", "Not Supported" and
 friends become None.
 """

@@ -18,7 +18,7 @@ description:
     pending-reboot record (C(/run/reboot-required), the reasons in C(/run/reboot-required.pkgs) and
     C(/run/gpucloud/reboot-reasons)); on GPU profiles also the loaded kernel module's version
     (C(/proc/driver/nvidia/version)); a module that is not the installed driver waits for a reboot.
-  - Unless a reboot is pending, the GPUs as M(gpucloud.fleet.nvidia_gpu_info) reads them, and where the
+  - Unless a reboot is pending, the GPUs as M(gpucloud.fleet.nvidia_gpu_facts) reads them, and where the
     profile asks for them the MIG instances, the GPU/NIC topology, Fabric Manager's state.
   - Where the profile asks for them, whatever the reboot, the InfiniBand ports, the NVRM Xid lines of
     this boot's kernel log, the Tang-bound data volume, the firewall policy and C(lspci -vvv).
@@ -115,7 +115,7 @@ options:
 requirements:
   - C(nvidia-ml-py) (module C(pynvml)) on the node is used when present; nvidia-smi otherwise.
 seealso:
-  - module: gpucloud.fleet.nvidia_gpu_info
+  - module: gpucloud.fleet.nvidia_gpu_facts
   - module: gpucloud.fleet.nvidia_topology
   - module: gpucloud.fleet.ib_info
 """
@@ -151,37 +151,13 @@ pending_reboot:
   type: bool
 """
 
-import traceback
-
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpucloud.fleet.plugins.module_utils.node_observation import ObservationError, observe
-from ansible_collections.gpucloud.fleet.plugins.module_utils.nvml import NvidiaError, gather
+from ansible_collections.gpucloud.fleet.plugins.module_utils.nvml import NvidiaError, gather, import_pynvml, read_text
+from ansible_collections.gpucloud.fleet.plugins.module_utils.runner import Runner
 
-try:
-    import pynvml
-except ImportError:
-    pynvml = None
-    PYNVML_IMPORT_ERROR = traceback.format_exc()
-else:
-    PYNVML_IMPORT_ERROR = None
-
-
-def _read_file(path):
-    try:
-        with open(path, "rb") as handle:
-            return handle.read().decode("utf-8", "replace")
-    except (IOError, OSError):
-        return None
-
-
-def _runner(module):
-    def run(argv):
-        binary = module.get_bin_path(argv[0]) if argv and "/" not in argv[0] else (argv[0] if argv else None)
-        if binary is None:
-            return 127, "", "%s: command not found" % (argv[0] if argv else "(empty command)")
-        return module.run_command([binary] + list(argv[1:]), environ_update={"LC_ALL": "C", "LANG": "C"})
-    return run
+pynvml = import_pynvml()[0]
 
 
 def main():
@@ -213,17 +189,14 @@ def main():
         ),
         supports_check_mode=True,
     )
-    run = _runner(module)
+    # A program that is not installed is an observation (rc 127), not a failure.
+    run = Runner(module, environ={"LANG": "C"}, missing="rc")
 
     def gpu_facts():
-        smi = module.get_bin_path("nvidia-smi")
-
-        def run_smi(args):
-            return module.run_command([smi] + list(args), environ_update={"LC_ALL": "C"})
-        return gather("auto", pynvml, run_smi if smi else None, _read_file)
+        return gather("auto", pynvml, Runner(module).program("nvidia-smi"), read_text)
 
     try:
-        observation, pending = observe(module.params, run, _read_file, gpu_facts)
+        observation, pending = observe(module.params, run, read_text, gpu_facts)
     except (ObservationError, NvidiaError, ValueError) as exc:
         module.fail_json(msg=str(exc))
     module.exit_json(changed=False, observation=observation, pending_reboot=pending)

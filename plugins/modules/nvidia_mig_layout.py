@@ -112,6 +112,7 @@ busy:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpucloud.fleet.plugins.module_utils.mig_layout import MigLayoutError, ensure
+from ansible_collections.gpucloud.fleet.plugins.module_utils.runner import CommandError, Runner
 
 
 def _summary(judged):
@@ -131,12 +132,8 @@ def main():
         required_if=[("tool", "mig-parted", ("config_file",))],
         supports_check_mode=True,
     )
-    smi = module.get_bin_path("nvidia-smi", required=True)
-
-    def run(argv):
-        argv = [smi] + list(argv[1:]) if argv[0] == "nvidia-smi" else list(argv)
-        return module.run_command(argv, environ_update={"LC_ALL": "C"})
-
+    run = Runner(module)
+    run.find("nvidia-smi", required=True)
     params = module.params
     layout_name = None
     if params["tool"] == "mig-parted":
@@ -146,7 +143,7 @@ def main():
         result = ensure(run, params["profile"], tool=params["tool"], config_file=params["config_file"],
                         config_name=layout_name, mig_parted=params["mig_parted"],
                         allow_busy=params["allow_busy"], check_mode=module.check_mode)
-    except MigLayoutError as exc:
+    except (MigLayoutError, CommandError) as exc:
         module.fail_json(msg=str(exc))
     module.exit_json(diff={"before": _summary(result["before"]), "after": _summary(result["after"])}, **result)
 

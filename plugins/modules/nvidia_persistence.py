@@ -62,7 +62,7 @@ notes:
     enables persistence per GPU through the daemon and warns that it will not survive a reboot
     until the flag is removed (for example with a systemd drop-in overriding C(ExecStart)).
 seealso:
-  - module: gpucloud.fleet.nvidia_gpu_info
+  - module: gpucloud.fleet.nvidia_gpu_facts
   - name: NVIDIA Driver Persistence
     description: Persistence mode and the persistence daemon.
     link: https://docs.nvidia.com/deploy/driver-persistence/
@@ -145,6 +145,7 @@ from ansible_collections.gpucloud.fleet.plugins.module_utils.persistence import 
     PersistenceError,
     diff,
 )
+from ansible_collections.gpucloud.fleet.plugins.module_utils.runner import Runner
 
 
 def main():
@@ -158,7 +159,7 @@ def main():
         supports_check_mode=True,
     )
     manager = Persistence(
-        run=lambda argv: module.run_command(argv, environ_update={"LC_ALL": "C"}),
+        run=Runner(module),
         smi=module.get_bin_path("nvidia-smi"),
         systemctl=module.get_bin_path("systemctl") if module.params["method"] == "daemon" else None,
         service_name=module.params["service_name"],

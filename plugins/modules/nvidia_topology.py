@@ -76,7 +76,7 @@ notes:
   - Run it on the GPU host itself (or give O(src)/O(topology_text)); it needs the NVIDIA driver
     loaded to run C(nvidia-smi).
 seealso:
-  - module: gpucloud.fleet.nvidia_gpu_info
+  - module: gpucloud.fleet.nvidia_gpu_facts
 """
 
 EXAMPLES = r"""
@@ -172,6 +172,7 @@ mismatches:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpucloud.fleet.plugins.module_utils.runner import CommandError, Runner
 from ansible_collections.gpucloud.fleet.plugins.module_utils.topology import NIC_DISTANCE_ORDER, analyze
 
 
@@ -189,10 +190,10 @@ def _topology_text(module):
             return "src", data.decode("utf-8")
         except UnicodeDecodeError as exc:
             module.fail_json(msg="src %s is not UTF-8 text (%s): not nvidia-smi topo -m output" % (src, exc))
-    smi = module.get_bin_path("nvidia-smi", required=True)
-    rc, out, err = module.run_command([smi, "topo", "-m"], environ_update={"LC_ALL": "C"})
-    if rc != 0:
-        module.fail_json(msg="nvidia-smi topo -m failed (rc=%s): %s" % (rc, (err or out).strip()), rc=rc)
+    try:
+        out = Runner(module, check_rc=True)(["nvidia-smi", "topo", "-m"])[1]
+    except CommandError as exc:
+        module.fail_json(msg=str(exc), rc=exc.rc)
     return "nvidia-smi", out
 
 

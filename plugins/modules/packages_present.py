@@ -164,6 +164,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpucloud.fleet.plugins.module_utils.packages import Packages, PackagesError
+from ansible_collections.gpucloud.fleet.plugins.module_utils.runner import Runner
 
 
 def main():
@@ -184,8 +185,7 @@ def main():
     manager = params.pop("manager")
     if manager == "auto":
         manager = "apt" if module.get_bin_path("apt-get") else "dnf"
-    environ = {"LC_ALL": "C", "DEBIAN_FRONTEND": "noninteractive"}
-    packages = Packages(run=lambda argv: module.run_command(argv, environ_update=environ),
+    packages = Packages(run=Runner(module, environ={"DEBIAN_FRONTEND": "noninteractive"}),
                         manager=manager, sleep=time.sleep, now=time.time)
     try:
         result = packages.ensure(params.pop("name"), check_mode=module.check_mode, **params)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run gpucloud.fleet's NVIDIA modules (nvidia_gpu_info, nvidia_topology,
+# Run gpucloud.fleet's NVIDIA modules (nvidia_gpu_facts, nvidia_topology,
 # nvidia_persistence) on a real GPU host, read-only, and print what they return.
 #
 # Nothing on the GPUs changes: the playbook (tests/gpu/readonly.yml) runs with --check,

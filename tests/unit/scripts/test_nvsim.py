@@ -146,7 +146,7 @@ def test_no_profile_means_no_gpus():
     assert facts["driver_loaded"] is True and facts["gpus"] == []
 
 
-def test_nvidia_gpu_info_path_reads_the_simulation():
+def test_nvidia_gpu_facts_path_reads_the_simulation():
     state = host()
 
     def run(args):

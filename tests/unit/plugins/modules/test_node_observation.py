@@ -40,7 +40,7 @@ def files(monkeypatch):
         read.append(path)
         return table.get(path)
 
-    monkeypatch.setattr(node_observation, "_read_file", read_file)
+    monkeypatch.setattr(node_observation, "read_text", read_file)
     monkeypatch.setattr(node_observation, "pynvml", None)
     return table, read
 

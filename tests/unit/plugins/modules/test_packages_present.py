@@ -26,7 +26,7 @@ def test_check_mode_reports_the_missing_packages_without_running_apt_get():
                         commands=commands)
     assert result["changed"] is True and result["installed"] == ["tang"] and result["commands"] == []
     assert result["diff"]["before"] == "tang (not installed)\n"
-    assert not [argv for argv, _env in commands.calls if argv[0] == "apt-get"]
+    assert not [argv for argv, _env in commands.calls if argv[0].endswith("apt-get")]
 
 
 def test_without_apt_get_the_module_uses_dnf():
@@ -40,3 +40,17 @@ def test_bad_input_fails_naming_it_before_any_command():
     result = run_module(packages_present, {"name": ["tang clevis"], "manager": "apt"}, commands=commands)
     assert result["failed"] and result["msg"].startswith("packages_present: name: 'tang clevis' is not a package name")
     assert commands.calls == []
+
+
+def test_commands_run_by_the_path_found_in_the_c_locale_without_questions():
+    commands = FakeCommands({"/usr/bin/dpkg-query": (0, CONVERGED, "")})
+    result = run_module(packages_present, {"name": ["tang"], "manager": "apt"}, commands=commands)
+    assert result["changed"] is False
+    assert [(argv[0], env) for argv, env in commands.calls] == [
+        ("/usr/bin/dpkg-query", {"LC_ALL": "C", "DEBIAN_FRONTEND": "noninteractive"})]
+
+
+def test_a_missing_package_tool_fails_naming_it():
+    result = run_module(packages_present, {"name": ["tang"], "manager": "apt"}, commands=FakeCommands({}))
+    assert result["failed"] is True
+    assert result["msg"] == "Failed to find required executable dpkg-query"

@@ -7,7 +7,7 @@
 
 
 DOCUMENTATION = r"""
-module: nvidia_gpu_info
+module: nvidia_gpu_facts
 short_description: Gather facts about NVIDIA GPUs, their driver and their health counters
 version_added: 0.1.0
 description:
@@ -23,6 +23,8 @@ description:
     module is loaded (no C(/proc/driver/nvidia/version)), as on a host where only the userspace
     is installed yet.
   - The facts are returned as C(ansible_facts.nvidia) and as top-level result keys.
+  - The name C(gpucloud.fleet.nvidia_gpu_info) still reaches this module, with a deprecation warning,
+    until 1.0.0 (a module that sets C(ansible_facts) is named C(*_facts)).
 author:
   - gpucloud.fleet contributors (@gpucloud)
 extends_documentation_fragment:
@@ -46,6 +48,8 @@ options:
     description:
       - Fail when the driver is not loaded or sees no GPU, instead of returning
         RV(gpu_count=0).
+      - Deprecated, removed in 1.0.0: a facts module reports, the caller judges. Assert on
+        RV(driver_loaded) and RV(gpu_count) instead (see the examples).
     type: bool
     default: false
   src:
@@ -71,11 +75,14 @@ seealso:
 
 EXAMPLES = r"""
 - name: Read GPU facts
-  gpucloud.fleet.nvidia_gpu_info:
+  gpucloud.fleet.nvidia_gpu_facts:
 
 - name: Refuse to go on without a working GPU
-  gpucloud.fleet.nvidia_gpu_info:
-    fail_on_missing: true
+  ansible.builtin.assert:
+    that:
+      - ansible_facts.nvidia.driver_loaded
+      - ansible_facts.nvidia.gpu_count > 0
+    fail_msg: "no usable GPU: driver loaded {{ ansible_facts.nvidia.driver_loaded }}, {{ ansible_facts.nvidia.gpu_count }} GPUs"
 
 - name: Check that no GPU has pending row remaps or uncorrected ECC errors
   ansible.builtin.assert:
@@ -86,7 +93,7 @@ EXAMPLES = r"""
         | reject('none') | select | list | length == 0
 
 - name: Read a captured nvidia-smi -q -x file instead of the host
-  gpucloud.fleet.nvidia_gpu_info:
+  gpucloud.fleet.nvidia_gpu_facts:
     src: /tmp/captures/nvidia-smi_-q_-x.xml
   register: captured
 """
@@ -228,8 +235,6 @@ gpus:
       sample: {state: Completed, status: Success}
 """
 
-import traceback
-
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.gpucloud.fleet.plugins.module_utils.nvml import (
@@ -237,44 +242,27 @@ from ansible_collections.gpucloud.fleet.plugins.module_utils.nvml import (
     NvidiaError,
     facts_from_capture,
     gather,
+    import_pynvml,
     missing_reason,
+    read_text,
 )
+from ansible_collections.gpucloud.fleet.plugins.module_utils.runner import Runner
 
-try:
-    import pynvml
-except ImportError:
-    pynvml = None
-    PYNVML_IMPORT_ERROR = traceback.format_exc()
-else:
-    PYNVML_IMPORT_ERROR = None
+pynvml, PYNVML_IMPORT_ERROR = import_pynvml()
 
-
-def _read_file(path):
-    try:
-        with open(path) as handle:
-            return handle.read()
-    except (IOError, OSError):
-        return None
-
-
-def _smi_runner(module):
-    smi = module.get_bin_path("nvidia-smi")
-    if smi is None:
-        return None
-
-    def run(args):
-        return module.run_command([smi] + args, environ_update={"LC_ALL": "C"})
-
-    return run
+FAIL_ON_MISSING_DEPRECATION = (
+    "fail_on_missing is deprecated: the module reports and the caller judges; assert on"
+    " driver_loaded and gpu_count > 0 instead"
+)
 
 
 def _facts(module):
     src = module.params["src"]
     if src is None:
-        return gather(module.params["source"], pynvml, _smi_runner(module), _read_file)
+        return gather(module.params["source"], pynvml, Runner(module).program("nvidia-smi"), read_text)
     if module.params["source"] == "nvml":
         raise NvidiaError("src holds nvidia-smi output; source=nvml cannot read it")
-    text = _read_file(src)
+    text = read_text(src)
     if text is None:
         raise NvidiaError("cannot read src %s" % src)
     return facts_from_capture(text)
@@ -289,6 +277,8 @@ def main():
         ),
         supports_check_mode=True,
     )
+    if module.params["fail_on_missing"]:
+        module.deprecate(FAIL_ON_MISSING_DEPRECATION, version="1.0.0")
     try:
         facts = _facts(module)
     except LibraryMissing:
