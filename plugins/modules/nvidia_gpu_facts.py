@@ -48,7 +48,7 @@ options:
     description:
       - Fail when the driver is not loaded or sees no GPU, instead of returning
         RV(gpu_count=0).
-      - Deprecated, removed in 1.0.0: a facts module reports, the caller judges. Assert on
+      - Deprecated and removed in 1.0.0, since a facts module reports and the caller judges. Assert on
         RV(driver_loaded) and RV(gpu_count) instead (see the examples).
     type: bool
     default: false
@@ -248,7 +248,9 @@ from ansible_collections.gpucloud.fleet.plugins.module_utils.nvml import (
 )
 from ansible_collections.gpucloud.fleet.plugins.module_utils.runner import Runner
 
-pynvml, PYNVML_IMPORT_ERROR = import_pynvml()
+# Two plain assignments: ansible-doc reads this file's assignments and cannot name a tuple.
+pynvml = import_pynvml()[0]
+PYNVML_IMPORT_ERROR = import_pynvml()[1]
 
 FAIL_ON_MISSING_DEPRECATION = (
     "fail_on_missing is deprecated: the module reports and the caller judges; assert on"

@@ -177,7 +177,7 @@ def test_src_errors(no_pynvml, tmp_path):
     garbage.write_text(u"hello\n")
     assert "not nvidia-smi -q output" in run_module(nvidia_gpu_facts, {"src": str(garbage)})["msg"]
     result = run_module(nvidia_gpu_facts, {"src": fixture_path("h200-ubuntu2404-driver580", "nvidia-smi_-q.txt"),
-                                          "source": "nvml"})
+                                           "source": "nvml"})
     assert result["msg"] == "src holds nvidia-smi output; source=nvml cannot read it"
 
 
