@@ -49,16 +49,6 @@ def acceptance_markdown(data, host=None):
     return acceptance.fleet_markdown(data)
 
 
-def acceptance_site_summary(nodes, stages_all, stages_enabled, skip_reasons=None, fleet=None, check_mode=False,
-                            expected=None):
-    if not isinstance(nodes, Mapping):
-        raise AnsibleFilterError("acceptance_site_summary: expected a mapping host -> node summary, got %s"
-                                 % type(nodes).__name__)
-    return acceptance.site_summary_markdown(_plain(nodes), list(stages_all), list(stages_enabled),
-                                            _plain(skip_reasons) or {}, _plain(fleet), bool(check_mode),
-                                            [str(h) for h in expected or []])
-
-
 def acceptance_observed(observation, cuda=None, burn_in=None):
     """node_observation's observation plus the CUDA context and burn-in runs, ready for acceptance_checks."""
     if not isinstance(observation, Mapping):
@@ -73,6 +63,15 @@ def acceptance_observed(observation, cuda=None, burn_in=None):
         raise AnsibleFilterError("acceptance_observed: %s" % exc) from exc
 
 
+def acceptance_settings_problems(profile, host, overrides=None, renamed_set=None, renamed=None, captures=None,
+                                 firewall_probe=None, fabric_manager_probe=None, burn_in_seconds=None):
+    """node_acceptance's input checks in one: the list of what is wrong, each naming its variable."""
+    return acceptance.settings_problems(
+        str(host), _plain(profile), _plain({} if overrides is None else overrides),
+        [str(name) for name in renamed_set or []], _plain(renamed) or {}, _plain(captures) or {},
+        _plain(firewall_probe), _plain(fabric_manager_probe), burn_in_seconds)
+
+
 def acceptance_xid_summary(text, as_text=False):
     summary = xid.summarize(str(text or ""))
     return xid.summary_text(summary) if as_text else summary
@@ -85,6 +84,6 @@ class FilterModule(object):
             "acceptance_fleet": acceptance_fleet,
             "acceptance_markdown": acceptance_markdown,
             "acceptance_observed": acceptance_observed,
-            "acceptance_site_summary": acceptance_site_summary,
+            "acceptance_settings_problems": acceptance_settings_problems,
             "acceptance_xid_summary": acceptance_xid_summary,
         }

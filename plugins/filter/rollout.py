@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-# Documentation: rollout_plan.yml beside this file. Logic: plugin_utils/rollout.py.
+# Documentation: rollout_plan.yml, rollout_stage_skips.yml and rollout_node_problems.yml beside this file. Logic: plugin_utils/rollout.py.
 
 
 from collections.abc import Mapping
@@ -10,6 +10,15 @@ from collections.abc import Mapping
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpucloud.fleet.plugins.plugin_utils import rollout
+
+
+def _plain(value):
+    """Ansible hands lazy mappings and lists over; the pure code wants dicts and lists."""
+    if isinstance(value, Mapping):
+        return dict((k, _plain(v)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
 
 
 def rollout_plan(hosts, profile_groups, groups, serial):
@@ -27,6 +36,25 @@ def rollout_plan(hosts, profile_groups, groups, serial):
         raise AnsibleFilterError("rollout_plan: %s" % exc) from exc
 
 
+def rollout_stage_skips(stages, enabled, reasons=None, run_tags=None, skip_tags=None):
+    try:
+        return rollout.stage_skips(stages, enabled, dict(reasons) if isinstance(reasons, Mapping) else reasons,
+                                   run_tags, skip_tags)
+    except (rollout.RolloutError, TypeError) as exc:
+        raise AnsibleFilterError("rollout_stage_skips: %s" % exc) from exc
+
+
+def rollout_node_problems(host, group_names, profile_groups, profile, version_lock, stages, required=None):
+    try:
+        return rollout.node_problems(str(host), [str(group) for group in group_names or []],
+                                     None if profile_groups is None else [str(group) for group in profile_groups],
+                                     _plain(profile), _plain(version_lock), [str(stage) for stage in stages or []],
+                                     _plain(required) or {})
+    except (TypeError, KeyError) as exc:
+        raise AnsibleFilterError("rollout_node_problems: %s" % exc) from exc
+
+
 class FilterModule(object):
     def filters(self):
-        return {"rollout_plan": rollout_plan}
+        return {"rollout_plan": rollout_plan, "rollout_stage_skips": rollout_stage_skips,
+                "rollout_node_problems": rollout_node_problems}

@@ -26,6 +26,7 @@ Every check is ``{host, check, status, ok, detail}`` with status
 
 
 import json
+import os
 import re
 
 from ansible_collections.gpucloud.fleet.plugins.module_utils import mig_layout
@@ -828,3 +829,40 @@ def site_summary_markdown(nodes, stages_all, stages_enabled, skip_reasons=None, 
     if stopped:
         lines.append("Not rolled out: %s." % ", ".join(stopped))
     return "\n".join(lines) + "\n"
+
+
+def settings_problems(host, profile, overrides, renamed_set, renamed, captures, firewall_probe, fabric_manager_probe,
+                      burn_in_seconds):
+    """Why node_acceptance cannot run with these settings: a list of messages, each naming its variable.
+
+    HOST is the inventory host; PROFILE gpucloud_profile (None when unset) and OVERRIDES
+    gpucloud_profile_overrides; RENAMED_SET the verify_* names the inventory sets, RENAMED the
+    old name -> new name of the settings that were renamed; CAPTURES setting -> controller path
+    ('' reads the node); the two probes argv lists; BURN_IN_SECONDS a positive number. Nothing is
+    read on the node; a capture must be a file on the controller (os.path.isfile, as Ansible's
+    ``file`` test). Empty: the settings are usable.
+    """
+    problems = []
+    if not isinstance(profile, dict) or "gpu_count" not in profile or not isinstance(overrides, dict):
+        problems.append(
+            "gpucloud_profile: %s has no gpucloud_profile with gpu_count: put it in exactly one hardware-profile group "
+            "(group_vars/<profile>.yml) - see docs/operator-guide.md. gpucloud_profile_overrides, when set, must be a "
+            "mapping." % (host,))
+    old = sorted(name for name in renamed_set if name in renamed)
+    if old:
+        problems.append("%s: rename it in the inventory (roles/node_acceptance/README.md)."
+                        % "; ".join("%s is now %s" % (name, renamed[name]) for name in old))
+    missing = [(name, path) for name, path in captures.items() if path and not os.path.isfile(str(path))]
+    if missing:
+        problems.append("%s: %s is not a file on the controller; give the path of a capture, or '' to read the node."
+                        % (", ".join(name for name, _path in missing), ", ".join(str(path) for _name, path in missing)))
+    try:
+        seconds_ok = int(burn_in_seconds) > 0
+    except (TypeError, ValueError):
+        seconds_ok = False
+    if not firewall_probe or not fabric_manager_probe or not seconds_ok:
+        problems.append(
+            "node_acceptance_firewall_probe (%s) and node_acceptance_fabric_manager_probe (%s) must each name a command "
+            "(an argv list); node_acceptance_burn_in_seconds (%s) must be a positive number."
+            % (json.dumps(firewall_probe), json.dumps(fabric_manager_probe), json.dumps(burn_in_seconds)))
+    return problems

@@ -105,3 +105,66 @@ def plan(hosts, profile_groups, groups, serial):
         "serial": entries,
         "canary": canary,
     }
+
+
+def _tag_selected(tag, run_tags, skip_tags):
+    """Whether a task tagged only TAG runs under --tags RUN_TAGS --skip-tags SKIP_TAGS (Ansible's rule)."""
+    run_tags = set(run_tags or ["all"])
+    skip_tags = set(skip_tags or [])
+    if not ({"all", "tagged", tag} & run_tags):
+        return False
+    return not ({"all", "tagged", tag} & skip_tags)
+
+
+def stage_skips(stages, enabled, reasons=None, run_tags=None, skip_tags=None):
+    """The skip message of every stage of STAGES that ENABLED (rollout_stages) leaves out.
+
+    Only the stages the run's tags select are named (RUN_TAGS, SKIP_TAGS: Ansible's
+    ansible_run_tags and ansible_skip_tags; a stage's tag is its name), as the stage's own task
+    would have said it; REASONS maps a stage to why it is skipped.
+    """
+    if any(isinstance(names, (str, dict)) or not hasattr(names, "__iter__") for names in (stages, enabled)):
+        raise RolloutError("the stages and rollout_stages must be lists of stage names, got %r and %r"
+                           % (stages, enabled))
+    reasons = {} if reasons is None else reasons
+    if not isinstance(reasons, dict):
+        raise RolloutError("rollout_skip_reasons must be a mapping stage -> reason, got %r" % (reasons,))
+    enabled = [str(stage) for stage in enabled]
+    return ["stage %s SKIPPED: not in rollout_stages (%s)"
+            % (stage, reasons.get(stage) or "no reason given; set rollout_skip_reasons.%s" % stage)
+            for stage in (str(s) for s in stages)
+            if stage not in enabled and _tag_selected(stage, run_tags, skip_tags)]
+
+
+def _jinja_integer(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def node_problems(host, group_names, profile_groups, profile, version_lock, stages, required=None):
+    """Why preflight refuses GPU node HOST, each message naming what to set: an empty list when none.
+
+    GROUP_NAMES are the host's groups, PROFILE_GROUPS gpucloud_profile_groups (None: unset),
+    PROFILE gpucloud_profile, VERSION_LOCK gpucloud_version_lock, STAGES rollout_stages and
+    REQUIRED the host's values of the profile's required_vars (name -> value, None when unset).
+    In order, as the checks build on each other: exactly one profile group; a complete profile
+    named like it and a version lock (with a driver when nvidia_driver runs); then every required
+    variable set and not empty.
+    """
+    mine = [group for group in group_names if group in (profile_groups or [])]
+    if profile_groups is None or len(mine) != 1:
+        return ["%s is in the profile groups %s; a GPU node belongs to exactly one of %s" % (
+            host, mine, "(gpucloud_profile_groups is not set)" if profile_groups is None else list(profile_groups))]
+    group = mine[0]
+    complete = (
+        isinstance(profile, dict)
+        and profile.get("name") == group
+        and _jinja_integer(profile.get("gpu_count"))
+        and isinstance(version_lock, dict)
+        and ("nvidia_driver" not in stages or len(str(version_lock.get("driver") or "")) > 0)
+        and (profile["gpu_count"] == 0 or len(str(profile.get("gpu_model") or "")) > 0))
+    if not complete:
+        return ["%s: group_vars/%s.yml must set gpucloud_profile (name equal to the group, gpu_count, gpu_model when "
+                "gpu_count > 0) and gpucloud_version_lock (driver at least); see docs/operator-guide.md, \"Adding a "
+                "hardware profile\"" % (host, group)]
+    return ["%s: profile %s requires %s, which is empty or unset" % (host, profile["name"], name)
+            for name, value in (required or {}).items() if not value]

@@ -30,9 +30,8 @@ CAPTURES = {
     "gpucloud_version_lock": {"cuda": "13.0", "nccl": "2.28"},
 }
 CHECKS = "{{ dict(verify_checks | map(attribute='check') | zip(verify_checks | map(attribute='status'))) }}"
-VALIDATE = "Require a hardware profile with gpu_count"
-RENAMED = "Refuse the verify_* settings that have a new name"
-CAPTURED = "Require the captured files to be files on the controller"
+# One task refuses every setting the role cannot run with (acceptance_settings_problems).
+VALIDATE = RENAMED = CAPTURED = PROBES = "Refuse settings node_acceptance cannot run with, naming each"
 
 CASES = [
     ("no-profile", {}, ("validate",), VALIDATE, ["gpucloud_profile", "localhost"]),
@@ -43,7 +42,11 @@ CASES = [
     ("missing-capture", {"gpucloud_profile": H200, "verify_topology_src": "/nonexistent/topo.txt"}, ("validate",),
      CAPTURED, ["node_acceptance_topology_from", "/nonexistent/topo.txt"]),
     ("bad-probe", {"gpucloud_profile": H200, "node_acceptance_firewall_probe": []}, ("validate",),
-     "Require read-only probes with a command", ["node_acceptance_firewall_probe"]),
+     PROBES, ["node_acceptance_firewall_probe"]),
+    # Every bad setting is named at once, not only the first.
+    ("all-at-once", {"verify_burn_in": True, "node_acceptance_fabric_manager_probe": []}, ("validate",), VALIDATE,
+     ["gpucloud_profile: localhost", "verify_burn_in is now node_acceptance_burn_in",
+      "node_acceptance_fabric_manager_probe ([])"]),
 ]
 
 

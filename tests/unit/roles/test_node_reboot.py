@@ -9,12 +9,14 @@ two roles asking make one reboot; bad reasons are refused before anything is wri
 could reboot runs in check mode: nothing here may reboot the machine running the tests."""
 
 import json
+import os
 import re
 import sys
 
 import yaml
 
-from ansible_collections.gpucloud.fleet.tests.unit.roles.playbook_cases import ansible_env, assert_outcomes, case_play, run_cases, run_playbook
+from ansible_collections.gpucloud.fleet.tests.unit.roles.playbook_cases import (
+    ROOT, ansible_env, assert_outcomes, case_play, run_cases, run_playbook)
 
 ENV = ansible_env(ANSIBLE_PYTHON_INTERPRETER=sys.executable)
 UBUNTU_TEXT = "*** System restart required ***\n"
@@ -162,3 +164,13 @@ def test_record_refuses_bad_reasons_by_name_before_writing(tmp_path):
     for case in CASES:
         if case != "good":
             assert list((tmp_path / case / "run").iterdir()) == [], case
+
+
+def test_read_is_one_remote_task_and_one_fact():
+    """tasks_from: read runs on every role that asks (host_prep, nvidia_driver): the marker and both
+    lists are read by one task, not a stat and a slurp, and one set_fact records them."""
+    with open(os.path.join(ROOT, "roles", "node_reboot", "tasks", "read.yml"), encoding="utf-8") as handle:
+        tasks = yaml.safe_load(handle)
+    assert [next(key for key in task if key.startswith("ansible.builtin.")) for task in tasks] == [
+        "ansible.builtin.slurp", "ansible.builtin.set_fact"]
+    assert len(tasks[0]["loop"]) == 3

@@ -34,6 +34,9 @@ CASES = {
     "serial_newline": ({"rollout_serial": ["25%\n"]}, "rollout_serial entry '25%\\\\n' is not a number"),
     "serial_empty": ({"rollout_serial": []}, "rollout_serial is empty"),
     "max_fail": ({"rollout_max_fail_percentage": 101}, "rollout_max_fail_percentage must be 0 to 100"),
+    # One check names every bad setting at once.
+    "stage_and_max_fail": ({"rollout_stages": ["preflight", "nvidia-driver"], "rollout_max_fail_percentage": -1},
+                           r"unknown:\s+nvidia-driver;[\s\S]*rollout_max_fail_percentage must be 0 to 100 \(got -1\)"),
     "homogeneity": ({"rollout_homogeneity": "loose"}, "rollout_homogeneity"),
     "allow_reboot": ({"rollout_allow_reboot": "maybe"}, "rollout_allow_reboot"),
 }
@@ -62,9 +65,39 @@ def test_every_site_play_reads_the_rollout_role_and_no_play_resets_a_setting():
                    if (task.get("ansible.builtin.import_role") or {}).get("name") == "gpucloud.fleet.rollout"]
         assert imports and play["tasks"].index(imports[0]) == 0, "%s does not load the rollout settings first" % play["name"]
     assert not os.path.exists(os.path.join(ROOT, "playbooks", "vars", "rollout_defaults.yml"))
-    with open(os.path.join(ROOT, "playbooks", "vars", "settings.yml"), encoding="utf-8") as handle:
-        text = handle.read()
-    assert "__site_" not in text and "site_allow_reboot" not in text
+
+
+def test_no_settings_in_disguise_are_left():
+    """settings.yml's `__x: "{{ x | default(...) }}"` names are gone: site.yml reads the rollout role's
+    rollout_report_dir and rollout_fail_on_error, collect_logs.yml its own play's settings."""
+    assert not os.path.exists(os.path.join(ROOT, "playbooks", "vars", "settings.yml"))
+    for folder, _dirs, files in os.walk(os.path.join(ROOT, "playbooks")):
+        for name in files:
+            with open(os.path.join(folder, name), encoding="utf-8") as handle:
+                text = handle.read()
+            assert "vars/settings.yml" not in text and "__verify_" not in text, name
+    with open(os.path.join(ROOT, "roles", "rollout", "meta", "argument_specs.yml"), encoding="utf-8") as handle:
+        options = yaml.safe_load(handle)["argument_specs"]["main"]["options"]
+    assert options["rollout_report_dir"]["type"] == "str" and options["rollout_fail_on_error"]["type"] == "bool"
+
+
+def test_site_yml_stages_cost_a_note_and_a_role_and_the_summary_is_written_in_one_task():
+    """No stage goes through an included task file (include_tasks + a debug or a set_fact per stage):
+    each is one set_fact and one include_role, the skipped ones are named by one task per batch, and
+    the summary files are written by one copy per batch and one at the end."""
+    text = open(os.path.join(ROOT, "playbooks", "site.yml"), encoding="utf-8").read()
+    assert "include_tasks" not in text and "include_vars" not in text
+    assert not os.path.exists(os.path.join(ROOT, "playbooks", "tasks", "stage.yml"))
+    rollout = [play for play in _site() if play["hosts"] == "site_rollout"][0]
+    block = [task for task in rollout["tasks"] if "block" in task][0]["block"]
+    roles = [task for task in block if "ansible.builtin.include_role" in task]
+    notes = [task for task in block if "ansible.builtin.set_fact" in task]
+    assert len(roles) == len(notes) == 11, [task["name"] for task in block]
+    for role, note in zip(roles, notes):
+        assert role["tags"] == note["tags"] and len(role["tags"]) == 1, role
+        assert role["ansible.builtin.include_role"]["apply"]["tags"] == role["tags"], role
+    writes = [task for play in _site() for task in play["tasks"] if "ansible.builtin.copy" in task]
+    assert len(writes) == 2 and all("site_reports" in task["loop"] or "__site_reports" in task["loop"] for task in writes)
 
 
 def test_site_yml_parses_with_the_lab_and_example_inventories():
@@ -75,14 +108,11 @@ def test_site_yml_parses_with_the_lab_and_example_inventories():
         assert run.returncode == 0, run.stdout[-3000:]
 
 
-def test_every_setting_left_in_settings_yml_is_read_by_a_playbook():
-    with open(os.path.join(ROOT, "playbooks", "vars", "settings.yml"), encoding="utf-8") as handle:
-        names = set(yaml.safe_load(handle))
-    readers = ""
-    for folder, _dirs, files in os.walk(os.path.join(ROOT, "playbooks")):
-        for name in files:
-            if name.endswith(".yml") and name != "settings.yml":
-                with open(os.path.join(folder, name), encoding="utf-8") as handle:
-                    readers += handle.read()
-    unread = sorted(name for name in names if name not in readers)
-    assert not unread, "settings.yml defines names no playbook reads: %s" % unread
+def test_every_setting_of_collect_logs_is_read_by_it():
+    with open(os.path.join(ROOT, "playbooks", "collect_logs.yml"), encoding="utf-8") as handle:
+        plays = yaml.safe_load(handle)
+    names = set(plays[0]["vars"])
+    assert names, "collect_logs.yml's play lost its settings"
+    tasks = yaml.safe_dump(plays[0]["tasks"])
+    unread = sorted(name for name in names if name not in tasks)
+    assert not unread, "collect_logs.yml defines names it does not read: %s" % unread

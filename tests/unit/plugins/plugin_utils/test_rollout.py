@@ -107,3 +107,83 @@ def test_host_not_in_exactly_one_profile_is_refused(groups, message):
 def test_duplicate_hosts_are_refused():
     with pytest.raises(RolloutError, match="more than once"):
         plan(["a1", "a1"], ["a"], {"a": ["a1"]}, [1, 2])
+
+
+STAGES = ["host_prep", "nvidia_driver", "cuda_toolkit", "hardening", "verify"]
+
+
+def test_stage_skips_names_every_left_out_stage_with_its_reason():
+    from ansible_collections.gpucloud.fleet.plugins.plugin_utils.rollout import stage_skips
+    assert stage_skips(STAGES, ["host_prep", "nvidia_driver", "verify"], {"cuda_toolkit": "too big"}, ["all"], []) == [
+        "stage cuda_toolkit SKIPPED: not in rollout_stages (too big)",
+        "stage hardening SKIPPED: not in rollout_stages (no reason given; set rollout_skip_reasons.hardening)"]
+    assert stage_skips(STAGES, STAGES) == []
+
+
+@pytest.mark.parametrize("run_tags,skip_tags,expected", [
+    (["nvidia_driver", "verify"], [], []),
+    (["cuda_toolkit"], [], ["cuda_toolkit"]),
+    (["tagged"], [], ["cuda_toolkit", "hardening"]),
+    (["all"], ["hardening"], ["cuda_toolkit"]),
+    (["all"], ["tagged"], []),
+    ([], [], ["cuda_toolkit", "hardening"]),
+])
+def test_stage_skips_follow_the_run_tags_as_each_stage_task_did(run_tags, skip_tags, expected):
+    from ansible_collections.gpucloud.fleet.plugins.plugin_utils.rollout import stage_skips
+    said = stage_skips(STAGES, ["host_prep", "nvidia_driver", "verify"], {}, run_tags, skip_tags)
+    assert [line.split()[1] for line in said] == expected
+
+
+@pytest.mark.parametrize("stages,enabled,reasons", [
+    ("host_prep", [], {}), (STAGES, "verify", {}), (STAGES, [], ["cuda_toolkit"]), (STAGES, None, {})])
+def test_stage_skips_refuses_what_is_not_a_stage_list(stages, enabled, reasons):
+    from ansible_collections.gpucloud.fleet.plugins.plugin_utils.rollout import stage_skips
+    with pytest.raises(RolloutError, match="rollout_stages|rollout_skip_reasons"):
+        stage_skips(stages, enabled, reasons)
+
+
+def test_stage_skips_filter_names_itself_on_bad_input():
+    from ansible.errors import AnsibleFilterError
+    from ansible_collections.gpucloud.fleet.plugins.filter.rollout import FilterModule as RolloutFilters
+    skips = RolloutFilters().filters()["rollout_stage_skips"]
+    assert skips(STAGES, ["verify"], None, ["hardening"], None) == [
+        "stage hardening SKIPPED: not in rollout_stages (no reason given; set rollout_skip_reasons.hardening)"]
+    with pytest.raises(AnsibleFilterError, match="rollout_stage_skips: .*rollout_stages"):
+        skips(STAGES, "verify")
+
+
+PROFILE = {"name": "h200", "gpu_count": 8, "gpu_model": "H200"}
+LOCK = {"driver": "580.95.05"}
+
+
+@pytest.mark.parametrize("groups,profile_groups,profile,lock,stages,required,expected", [
+    (["gpu_nodes", "h200"], ["h200", "a100"], PROFILE, LOCK, ["nvidia_driver"], {"bmc": "x"}, []),
+    (["gpu_nodes"], ["h200"], PROFILE, LOCK, [], {}, ["n1 is in the profile groups []; a GPU node belongs to exactly "
+                                                      "one of ['h200']"]),
+    (["h200", "a100"], ["h200", "a100"], PROFILE, LOCK, [], {}, ["n1 is in the profile groups ['h200', 'a100']"]),
+    (["h200"], None, PROFILE, LOCK, [], {}, ["(gpucloud_profile_groups is not set)"]),
+    (["h200"], ["h200"], dict(PROFILE, name="a100"), LOCK, [], {}, ["n1: group_vars/h200.yml must set gpucloud_profile"]),
+    (["h200"], ["h200"], dict(PROFILE, gpu_count="8"), LOCK, [], {}, ["group_vars/h200.yml must set"]),
+    (["h200"], ["h200"], dict(PROFILE, gpu_count=True), LOCK, [], {}, ["group_vars/h200.yml must set"]),
+    (["h200"], ["h200"], dict(PROFILE, gpu_model=""), LOCK, [], {}, ["group_vars/h200.yml must set"]),
+    (["h200"], ["h200"], dict(PROFILE, gpu_count=0, gpu_model=""), {}, [], {}, []),
+    (["h200"], ["h200"], PROFILE, {}, ["nvidia_driver"], {}, ["gpucloud_version_lock (driver at least)"]),
+    (["h200"], ["h200"], PROFILE, None, [], {}, ["gpucloud_version_lock (driver at least)"]),
+    (["h200"], ["h200"], None, LOCK, [], {}, ["group_vars/h200.yml must set gpucloud_profile"]),
+    (["h200"], ["h200"], PROFILE, LOCK, [], {"bmc": "", "ib": None, "ok": "x"},
+     ["n1: profile h200 requires bmc, which is empty or unset", "n1: profile h200 requires ib, which is empty or unset"]),
+])
+def test_node_problems_name_what_to_set(groups, profile_groups, profile, lock, stages, required, expected):
+    from ansible_collections.gpucloud.fleet.plugins.plugin_utils.rollout import node_problems
+    problems = node_problems("n1", groups, profile_groups, profile, lock, stages, required)
+    assert len(problems) == len(expected), problems
+    for problem, words in zip(problems, expected):
+        assert words in problem, problems
+
+
+def test_node_problems_filter():
+    from ansible_collections.gpucloud.fleet.plugins.filter.rollout import FilterModule as RolloutFilters
+    problems = RolloutFilters().filters()["rollout_node_problems"]
+    assert problems("n1", ["h200"], ["h200"], PROFILE, LOCK, ["nvidia_driver"]) == []
+    assert problems("n1", ["h200"], None, PROFILE, LOCK, []) == [
+        "n1 is in the profile groups []; a GPU node belongs to exactly one of (gpucloud_profile_groups is not set)"]

@@ -72,3 +72,40 @@ def test_site_yml_asks_python_for_the_verdict():
     walk(plays)
     assert found, "site.yml no longer records site_node_summary"
     assert all("gpucloud.fleet.site_verdict(" in verdict and "verify_checks |" in verdict for verdict in found), found
+
+
+SUMMARY = {"profile": "lab", "os": "Debian 12", "stages": ["host_prep"], "reboot_required": False,
+           "reboot_allowed": False, "verdict": "accepted"}
+
+
+def test_site_reports_write_the_summary_once_with_its_json():
+    from ansible_collections.gpucloud.fleet.plugins.plugin_utils.site_summary import reports
+    out = reports({"a": SUMMARY}, ["host_prep", "verify"], ["host_prep"], {"verify": "later"}, False, ["a", "b"])
+    assert sorted(out["files"]) == ["site-summary.json", "site-summary.md"]
+    assert out["fleet"] is None
+    md = out["files"]["site-summary.md"]
+    assert "| a | lab | Debian 12 | host_prep | not needed | accepted |" in md
+    assert "Stages skipped by rollout_stages: verify (later)." in md and "Not rolled out: b." in md
+    assert yaml.safe_load(out["files"]["site-summary.json"]) == {"a": SUMMARY}
+    assert out["lines"] == md.splitlines()
+
+
+def test_site_reports_with_checks_add_the_fleet_table_first():
+    from ansible_collections.gpucloud.fleet.plugins.plugin_utils.site_summary import reports
+    out = reports({"a": SUMMARY}, ["verify"], ["verify"], None, True, ["a", "b"],
+                  {"a": [dict(PASS, host="a", detail=""), dict(ECC, host="a", detail="2 errors")]}, "/r")
+    assert sorted(out["files"]) == ["fleet.json", "fleet.md", "site-summary.json", "site-summary.md"]
+    assert out["fleet"]["failed_hosts"] == ["a", "b"]
+    assert yaml.safe_load(out["files"]["fleet.json"]) == out["fleet"]
+    assert out["lines"][:len(out["files"]["fleet.md"].splitlines())] == out["files"]["fleet.md"].splitlines()
+    assert "Reports: /r" in out["lines"]
+    assert out["lines"][-len(out["files"]["site-summary.md"].splitlines()):] == out["files"]["site-summary.md"].splitlines()
+    assert out["files"]["site-summary.md"].startswith("# Rollout summary (CHECK MODE: nothing was changed)")
+
+
+def test_site_reports_filter_refuses_what_is_not_a_mapping():
+    filters = FilterModule().filters()
+    with pytest.raises(AnsibleFilterError, match="site_reports: expected a mapping"):
+        filters["site_reports"]([], [], [])
+    with pytest.raises(AnsibleFilterError, match="site_reports: the fleet's checks must be a mapping"):
+        filters["site_reports"]({}, [], [], checks=[PASS])
