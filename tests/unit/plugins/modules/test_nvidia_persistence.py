@@ -141,3 +141,16 @@ def test_bad_arguments(args, message):
     assert result["failed"] is True
     assert message in result["msg"]
     assert host.changes() == []
+
+
+def test_every_command_runs_the_found_program_in_the_c_locale():
+    host = FakeGpuHost(persistence=(False,))
+    seen = []
+
+    def record(argv, environ_update):
+        seen.append((argv[0], environ_update))
+        return host(argv, environ_update)
+
+    run(record, {"state": "enabled"})
+    assert {program for program, _env in seen} == {"/usr/bin/nvidia-smi", "/usr/bin/systemctl"}
+    assert all(env == {"LC_ALL": "C"} for _program, env in seen)
