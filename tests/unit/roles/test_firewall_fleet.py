@@ -14,7 +14,7 @@ import os
 
 import yaml
 
-from ansible_collections.gpucloud.fleet.plugins.filter.firewall_rules import firewall_ruleset
+from ansible_collections.gpucloud.fleet.plugins.plugin_utils.firewall import firewall_ruleset
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 

@@ -20,7 +20,7 @@ import yaml
 
 from ansible_collections.gpucloud.fleet.tests.unit.roles.playbook_cases import ROOT, ansible_env, case_play, run_cases
 
-REFUSAL = "Refuse to remove ufw unless asked to"
+REFUSAL = "Validate the policy, detect the controller and choose the IP families (nothing changes yet)"
 
 # dpkg-query --show --showformat '${db:Status-Abbrev}|${Package}|${Version}\n' ufw: (rc, stdout)
 DPKG = {

@@ -9,9 +9,9 @@ import pytest
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpucloud.fleet.plugins.filter import firewall_rules as plugin
-from ansible_collections.gpucloud.fleet.plugins.filter.firewall_rules import (
-    FilterModule, firewall_cidrs, firewall_plan, firewall_ruleset)
+from ansible_collections.gpucloud.fleet.plugins.plugin_utils import firewall as plugin
+from ansible_collections.gpucloud.fleet.plugins.plugin_utils.firewall import (
+    firewall_cidrs, firewall_plan, firewall_ruleset)
 
 CHAIN = "GPUCLOUD-INPUT"
 
@@ -40,11 +40,6 @@ SAVE_EMPTY = """*filter
 :OUTPUT ACCEPT [0:0]
 COMMIT
 """
-
-
-def test_filters_are_registered():
-    assert FilterModule().filters() == {
-        "firewall_cidrs": firewall_cidrs, "firewall_ruleset": firewall_ruleset, "firewall_plan": firewall_plan}
 
 
 def test_cidrs_split_by_family_and_normalise():
@@ -266,3 +261,147 @@ def test_chain_with_trailing_newline_is_refused():
 def test_plan_refuses_what_is_not_iptables_save_text(save):
     with pytest.raises(AnsibleFilterError, match="expected iptables-save's output"):
         firewall_plan(save, [])
+
+
+# The firewall role's plan (tasks/validate.yml and apply.yml call it through
+# gpucloud.fleet.firewall_role_plan): the role's defaults, a Debian host over SSH.
+ROLE_DEFAULTS = {
+    "firewall_input_policy": "DROP", "firewall_public_tcp_ports": [22, 80, 443], "firewall_public_udp_ports": [],
+    "firewall_allow_ping": True, "firewall_allow_controller": True, "firewall_controller_cidrs": [],
+    "firewall_trusted_interfaces": [], "firewall_allow_any_source": False, "firewall_cluster_cidrs": [],
+    "firewall_monitoring_cidrs": [], "firewall_monitoring_tcp_ports": [9100, 9400], "firewall_kubernetes_cidrs": [],
+    "firewall_kubernetes_tcp_ports": [6443, "2379:2380", 10250, 10257, 10259, "30000:32767"],
+    "firewall_kubernetes_udp_ports": [8472], "firewall_fleet_cidrs": [], "firewall_fleet_tcp_ports": [22, "1024:65535"],
+    "firewall_services": [], "firewall_ipv6": "auto", "firewall_rollback_timeout": 30,
+    "firewall_stop_firewalld": False, "firewall_remove_ufw": False,
+}
+DEBIAN_HOST = {
+    "name": "node1", "connection": "ssh", "network_connections": ["ssh", "paramiko"],
+    "distribution": "Ubuntu", "distribution_major_version": "24", "os_family": "Debian", "services": {},
+    "packages": ["iptables", "netfilter-persistent", "iptables-persistent"], "conflicting_packages": ["ufw"],
+    "chain": CHAIN,
+}
+# dpkg-query --show --showformat '${db:Status-Abbrev}|${Package}|${Version}\n' ufw iptables-persistent
+DPKG_UFW_ONLY = "ii |ufw|0.36.2-6\n"
+DPKG_PERSISTENT_ONLY = "rc |ufw|0.36.2-6\nii |iptables-persistent|1.0.20\n"
+
+
+def _probe(ssh="10.89.0.1 53422 10.89.0.5 22", inet6=True, dpkg=DPKG_PERSISTENT_ONLY, host=DEBIAN_HOST):
+    """The probe task's register, as Ansible records a loop over probe_commands(host)."""
+    answers = {"ssh_connection": (0 if ssh else 1, ssh), "if_inet6": (0 if inet6 else 1, ""), "dpkg": (0, dpkg)}
+    return {"results": [{"item": item, "rc": answers[item["name"]][0], "stdout": answers[item["name"]][1]}
+                        for item in plugin.probe_commands(host)]}
+
+
+def _plan(settings=None, host=None, probe=None, saved=None):
+    return plugin.role_plan(dict(ROLE_DEFAULTS, **(settings or {})), dict(DEBIAN_HOST, **(host or {})),
+                            probe if probe is not None else _probe(), saved)
+
+
+def test_probes_ask_dpkg_only_on_the_debian_family():
+    debian = plugin.probe_commands(DEBIAN_HOST)
+    assert [p["name"] for p in debian] == ["ssh_connection", "if_inet6", "dpkg"]
+    assert debian[2]["argv"][-2:] == ["ufw", "iptables-persistent"]
+    redhat = plugin.probe_commands(dict(DEBIAN_HOST, os_family="RedHat", conflicting_packages=[],
+                                        packages=["iptables-nft", "iptables-services"]))
+    assert [p["name"] for p in redhat] == ["ssh_connection", "if_inet6"]
+
+
+def test_plan_allows_the_detected_controller_on_both_families():
+    plan = _plan(settings={"firewall_controller_cidrs": ["192.0.2.0/24"]})
+    assert plan["families"] == ["ipv4", "ipv6"]
+    assert plan["config"]["controller"] == ["10.89.0.1", "192.0.2.0/24"]
+    assert plan["rules"]["ipv4"] == firewall_ruleset(plan["config"], "ipv4", CHAIN)
+    assert any("-s 10.89.0.1/32 -m comment --comment gpucloud-controller" in r for r in plan["rules"]["ipv4"])
+    assert plan["notes"] == [] and plan["remove_ufw"] is False and plan["debconf_first"] is False
+
+
+def test_plan_collects_the_services_of_the_cidr_lists():
+    plan = _plan(settings={"firewall_monitoring_cidrs": ["10.20.0.0/16"], "firewall_cluster_cidrs": ["10.30.0.0/16"],
+                           "firewall_services": [{"name": "slurmd", "proto": "tcp", "ports": [6818],
+                                                  "sources": ["10.40.0.0/16"]}]})
+    assert [s["name"] for s in plan["config"]["services"]] == ["cluster", "monitoring", "slurmd"]
+    assert any("-s 10.20.0.0/16 -p tcp -m multiport --dports 9100,9400" in r for r in plan["rules"]["ipv4"])
+
+
+@pytest.mark.parametrize("settings,host,probe,message", [
+    ({"firewall_rollback_timeout": 4}, {}, None, "firewall_rollback_timeout: 4 must be between 5 and 600"),
+    ({"firewall_rollback_timeout": 601}, {}, None, "firewall_rollback_timeout: 601 must be between 5 and 600"),
+    ({"firewall_rollback_timeout": "soon"}, {}, None, "firewall_rollback_timeout: 'soon'"),
+    ({"firewall_input_policy": "REJECT"}, {}, None, "firewall_input_policy: 'REJECT'"),
+    ({"firewall_kubernetes_cidrs": ["10.0.0.0/8", "10.0.0.300/24"]}, {}, None,
+     "firewall_kubernetes_cidrs: '10.0.0.300/24'"),
+    ({"firewall_fleet_cidrs": ["0.0.0.0/0"]}, {}, None, "firewall_fleet_cidrs: '0.0.0.0/0' means anyone"),
+    ({"firewall_services": {"name": "x"}}, {}, None, "firewall_services: must be a list"),
+    ({"firewall_public_tcp_ports": [22, 70000]}, {}, None, "firewall_public_tcp_ports: port 70000"),
+    ({"firewall_trusted_interfaces": ["docker0\n"]}, {}, None, "firewall_trusted_interfaces"),
+    ({"firewall_allow_ping": "yes"}, {}, None, "firewall_allow_ping: must be true or false"),
+    ({"firewall_ipv6": "required"}, {}, _probe(inet6=False), "firewall_ipv6: required, but node1 has no IPv6"),
+    ({}, {}, _probe(dpkg=DPKG_UFW_ONLY), "firewall: ufw is installed on node1"),
+    ({}, {}, _probe(ssh=""), "firewall: cannot detect the controller's address on node1"),
+    ({}, {"packages": [], "distribution": "Arch"}, None, "firewall: Arch 24 (Debian family) is not supported"),
+    ({}, {"os_family": "RedHat", "services": {"firewalld.service": {"state": "running"}}}, None,
+     "firewall: firewalld is running on node1"),
+], ids=["timeout-low", "timeout-high", "timeout-word", "policy", "cidr", "anyone", "services-dict", "port",
+        "interface", "ping", "ipv6-required", "ufw", "controller-unknown", "unsupported-os", "firewalld"])
+def test_bad_input_fails_naming_the_variable(settings, host, probe, message):
+    with pytest.raises(AnsibleFilterError) as err:
+        _plan(settings, host, probe)
+    assert message in str(err.value)
+
+
+def test_ufw_is_removed_only_when_installed_and_asked():
+    assert _plan({"firewall_remove_ufw": True}, probe=_probe(dpkg=DPKG_UFW_ONLY))["remove_ufw"] is True
+    # config-files only: not installed, nothing to remove.
+    assert _plan({"firewall_remove_ufw": True})["remove_ufw"] is False
+
+
+def test_debconf_answers_only_before_iptables_persistent_is_installed():
+    assert _plan(probe=_probe(dpkg=""))["debconf_first"] is True
+    assert _plan(probe=_probe(dpkg="iU |iptables-persistent|1.0.20\n"))["debconf_first"] is True
+    assert _plan()["debconf_first"] is False
+    redhat = {"os_family": "RedHat", "conflicting_packages": [], "packages": ["iptables-nft", "iptables-services"]}
+    assert _plan(host=redhat, probe=_probe(host=dict(DEBIAN_HOST, **redhat)))["debconf_first"] is False
+
+
+def test_controller_cidrs_stand_in_for_an_undetected_controller():
+    plan = _plan({"firewall_controller_cidrs": ["192.0.2.10"]}, probe=_probe(ssh=""))
+    assert plan["config"]["controller"] == ["192.0.2.10"]
+
+
+@pytest.mark.parametrize("settings,host,probe,note", [
+    ({"firewall_allow_controller": False}, {}, None, "firewall_allow_controller is false"),
+    ({}, {"connection": "podman"}, _probe(ssh=""), "connection podman does not go over the network"),
+    ({"firewall_ipv6": "disabled"}, {}, None, "ip6tables is left alone on node1 (firewall_ipv6 is disabled)"),
+    ({}, {}, _probe(inet6=False), "ip6tables is left alone on node1 (the kernel has no IPv6)"),
+], ids=["no-controller-rule", "local-connection", "ipv6-disabled", "no-ipv6"])
+def test_notes_say_what_is_left_alone(settings, host, probe, note):
+    plan = _plan(settings, host, probe)
+    assert len(plan["notes"]) == 1 and note in plan["notes"][0]
+    if "ip6tables" in note:
+        assert plan["families"] == ["ipv4"] and list(plan["rules"]) == ["ipv4"]
+    if "controller" in note or "podman" in note:
+        assert plan["config"]["controller"] == []
+
+
+def test_compare_reports_the_families_that_differ_and_nothing_after_the_apply():
+    first = _plan(saved={"results": [{"item": "ipv4", "rc": 0, "stdout": SAVE_EMPTY},
+                                     {"item": "ipv6", "rc": 0, "stdout": SAVE_EMPTY}]})
+    assert first["changed_families"] == ["ipv4", "ipv6"] and first["rules_changed"] is True
+    assert "+-A GPUCLOUD-INPUT -p tcp -m multiport --dports 22,80,443 " in first["live"]["ipv4"]["diff"]
+    # Once applied, iptables-save prints what the boot-time file holds: nothing differs.
+    applied = [{"item": family, "rc": 0, "stdout": first["live"][family]["persist"]} for family in ("ipv4", "ipv6")]
+    again = _plan(saved={"results": applied})
+    assert again["changed_families"] == [] and again["rules_changed"] is False
+    only_ipv6 = _plan(saved={"results": [applied[0], {"item": "ipv6", "rc": 0, "stdout": SAVE_EMPTY}]})
+    assert only_ipv6["changed_families"] == ["ipv6"]
+
+
+def test_compare_needs_every_family_read():
+    with pytest.raises(AnsibleFilterError, match="no filter table was read for ipv6"):
+        _plan(saved={"results": [{"item": "ipv4", "rc": 0, "stdout": SAVE_EMPTY}]})
+
+
+def test_plan_refuses_results_of_another_task():
+    with pytest.raises(AnsibleFilterError, match="is not a result of the probe task"):
+        _plan(probe={"results": [{"item": "ipv4", "rc": 0, "stdout": ""}]})
