@@ -53,19 +53,25 @@ def test_observed_completes_the_module_result():
 def test_settings_problems_name_each_variable(tmp_path):
     capture = tmp_path / "topo.txt"
     capture.write_text("GPU0\n")
-    problems = FILTERS["acceptance_settings_problems"]
-    good = dict(overrides={}, renamed_set=["verify_facts_from"], renamed={"verify_burn_in": "node_acceptance_burn_in"},
-                captures={"node_acceptance_topology_from": str(capture), "node_acceptance_xid_from": ""},
-                firewall_probe=["iptables"], fabric_manager_probe=["systemctl"], burn_in_seconds=10)
-    assert problems({"gpu_count": 0}, "h", **good) == []
-    assert "gpucloud_profile: h has no gpucloud_profile" in problems(None, "h", **good)[0]
-    assert "gpucloud_profile_overrides" in problems({"gpu_count": 0}, "h", **dict(good, overrides=[]))[0]
-    assert problems({"gpu_count": 0}, "h", **dict(good, renamed_set=["verify_burn_in", "verify_facts_from"])) == [
+    good = {"overrides": {}, "renamed_set": ["verify_facts_from"],
+            "renamed": {"verify_burn_in": "node_acceptance_burn_in"},
+            "captures": {"node_acceptance_topology_from": str(capture), "node_acceptance_xid_from": ""},
+            "firewall_probe": ["iptables"], "fabric_manager_probe": ["systemctl"], "burn_in_seconds": 10}
+
+    def problems(profile, **changes):
+        settings = dict(good)
+        settings.update(changes)
+        return FILTERS["acceptance_settings_problems"](profile, "h", **settings)
+
+    assert problems({"gpu_count": 0}) == []
+    assert "gpucloud_profile: h has no gpucloud_profile" in problems(None)[0]
+    assert "gpucloud_profile_overrides" in problems({"gpu_count": 0}, overrides=[])[0]
+    assert problems({"gpu_count": 0}, renamed_set=["verify_burn_in", "verify_facts_from"]) == [
         "verify_burn_in is now node_acceptance_burn_in: rename it in the inventory (roles/node_acceptance/README.md)."]
-    missing = problems({"gpu_count": 0}, "h", **dict(good, captures={"node_acceptance_topology_from": "/nonexistent/t"}))
-    assert missing == ["node_acceptance_topology_from: /nonexistent/t is not a file on the controller; give the path "
-                       "of a capture, or '' to read the node."]
+    assert problems({"gpu_count": 0}, captures={"node_acceptance_topology_from": "/nonexistent/t"}) == [
+        "node_acceptance_topology_from: /nonexistent/t is not a file on the controller; give the path "
+        "of a capture, or '' to read the node."]
     for bad in ({"firewall_probe": []}, {"fabric_manager_probe": []}, {"burn_in_seconds": 0},
                 {"burn_in_seconds": "x"}):
-        assert "node_acceptance_burn_in_seconds" in problems({"gpu_count": 0}, "h", **dict(good, **bad))[0], bad
-    assert len(problems(None, "h", **dict(good, firewall_probe=[], renamed_set=["verify_burn_in"]))) == 3
+        assert "node_acceptance_burn_in_seconds" in problems({"gpu_count": 0}, **bad)[0], bad
+    assert len(problems(None, firewall_probe=[], renamed_set=["verify_burn_in"])) == 3
