@@ -318,11 +318,9 @@ def firewall_plan(save_text, rules, policy="DROP", chain="GPUCLOUD-INPUT", famil
     }
 
 
-
 # The CIDR lists the role validates one by one, so that an error names its variable.
 CIDR_SETTINGS = ("firewall_controller_cidrs", "firewall_cluster_cidrs", "firewall_monitoring_cidrs",
                  "firewall_kubernetes_cidrs", "firewall_fleet_cidrs")
-TOOLS = {"ipv4": "iptables", "ipv6": "ip6tables"}
 # What the probe task runs: name -> the return codes that are an answer, not a failure.
 PROBE_RCS = {"ssh_connection": (0, 1), "if_inet6": (0, 1), "dpkg": (0, 1)}
 

@@ -286,8 +286,9 @@ DPKG_UFW_ONLY = "ii |ufw|0.36.2-6\n"
 DPKG_PERSISTENT_ONLY = "rc |ufw|0.36.2-6\nii |iptables-persistent|1.0.20\n"
 
 
-def _probe(ssh="10.89.0.1 53422 10.89.0.5 22", inet6=True, dpkg=DPKG_PERSISTENT_ONLY, host=DEBIAN_HOST):
+def _probe(ssh="10.89.0.1 53422 10.89.0.5 22", inet6=True, dpkg=DPKG_PERSISTENT_ONLY, host=None):
     """The probe task's register, as Ansible records a loop over probe_commands(host)."""
+    host = DEBIAN_HOST if host is None else host
     answers = {"ssh_connection": (0 if ssh else 1, ssh), "if_inet6": (0 if inet6 else 1, ""), "dpkg": (0, dpkg)}
     return {"results": [{"item": item, "rc": answers[item["name"]][0], "stdout": answers[item["name"]][1]}
                         for item in plugin.probe_commands(host)]}
