@@ -108,7 +108,7 @@ tang_unreachable:
   returned: always
   type: list
   elements: str
-  sample: ["http://tang2.example.com:8080 (Request failed: <urlopen error [Errno 111] Connection refused>)"]
+  sample: ["http://tang2.example.com:8080 (Request failed: [Errno 111] Connection refused)"]
 dm_loaded:
   description: Whether the kernel has device-mapper (C(/sys/module/dm_mod) exists).
   returned: always

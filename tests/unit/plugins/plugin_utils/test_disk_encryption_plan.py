@@ -136,8 +136,8 @@ def test_the_passphrase_never_appears_in_the_plan_or_its_errors():
 
 
 def test_the_filter_wraps_errors_and_chains_them():
-    args = dict(GOOD, tang_threshold=3)
     with pytest.raises(AnsibleFilterError, match="disk_encryption_plan: disk_encryption_tang_threshold") as info:
-        disk_encryption_plan(**args)
+        disk_encryption_plan(GOOD["volumes"], GOOD["tang_servers"], 3, GOOD["recovery_passphrase"], 0, 1, {}, [],
+                             "checkpoints", 0, OS_PACKAGES)
     assert isinstance(info.value.__cause__, DiskEncryptionPlanError)
     assert FilterModule().filters()["disk_encryption_plan"] is disk_encryption_plan
