@@ -17,7 +17,6 @@ from ansible_collections.gpucloud.fleet.plugins.plugin_utils.container_toolkit i
     package_upstream_version,
     parse_cdi_record,
     plan_docker_daemon,
-    toolkit_missing,
     toolkit_packages,
     validate_cdi_spec,
 )
@@ -34,17 +33,6 @@ def nvidia_container_toolkit_packages(version, pkg_mgr, revision="1"):
         return toolkit_packages(str(version), pkg_mgr, str(revision))
     except ValueError as exc:
         raise AnsibleFilterError("nvidia_container_toolkit_packages: %s" % exc) from exc
-
-
-def nvidia_container_toolkit_missing(package_facts, version, pkg_mgr, revision="1"):
-    """The pinned toolkit packages that package_facts does not show at VERSION-REVISION."""
-    if not isinstance(package_facts, dict):
-        raise AnsibleFilterError("nvidia_container_toolkit_missing: expected ansible_facts.packages, got %s"
-                                 % type(package_facts).__name__)
-    try:
-        return toolkit_missing(str(version), pkg_mgr, package_facts, str(revision))
-    except ValueError as exc:
-        raise AnsibleFilterError("nvidia_container_toolkit_missing: %s" % exc) from exc
 
 
 def docker_nvidia_runtime(current_text, runtime_path="/usr/bin/nvidia-container-runtime", set_as_default=False):
@@ -90,7 +78,6 @@ class FilterModule(object):
     def filters(self):
         return {
             "nvidia_container_toolkit_packages": nvidia_container_toolkit_packages,
-            "nvidia_container_toolkit_missing": nvidia_container_toolkit_missing,
             "docker_nvidia_runtime": docker_nvidia_runtime,
             "nvidia_cdi_plan": nvidia_cdi_plan,
         }

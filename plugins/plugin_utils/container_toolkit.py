@@ -75,27 +75,6 @@ def toolkit_packages(version, pkg_mgr, revision="1"):
     return ["%s%s%s-%s" % (name, separator, version, revision) for name in TOOLKIT_PACKAGES]
 
 
-def toolkit_missing(version, pkg_mgr, installed, revision="1"):
-    """The pinned toolkit packages not installed at VERSION-REVISION.
-
-    installed: ansible's package_facts (``{name: [{version, release}, ...]}``); apt reports
-    the whole Debian version in ``version``, dnf splits it into ``version`` and ``release``.
-    """
-    wanted = toolkit_packages(version, pkg_mgr, revision)
-    full = "%s-%s" % (version, revision)
-    missing = []
-    for name, spec in zip(TOOLKIT_PACKAGES, wanted):
-        have = []
-        for entry in (installed or {}).get(name, []):
-            if entry.get("release"):
-                have.append("%s-%s" % (entry.get("version"), entry.get("release")))
-            else:
-                have.append(entry.get("version"))
-        if full not in have:
-            missing.append(spec)
-    return missing
-
-
 def loaded_driver_version(proc_text):
     """The kernel module version in /proc/driver/nvidia/version, or None when none is loaded."""
     if not proc_text:

@@ -18,7 +18,6 @@ from ansible_collections.gpucloud.fleet.plugins.plugin_utils.container_toolkit i
     loaded_driver_version,
     package_upstream_version,
     plan_docker_daemon,
-    toolkit_missing,
     toolkit_packages,
     validate_cdi_spec,
 )
@@ -51,18 +50,6 @@ def test_packages_are_pinned_as_nvidias_install_guide_says():
 def test_packages_refuse_bad_input(version, pkg_mgr, revision, message):
     with pytest.raises(ValueError, match=message):
         toolkit_packages(version, pkg_mgr, revision)
-
-
-def test_missing_reads_apt_and_dnf_package_facts():
-    apt = {"nvidia-container-toolkit": [{"version": "1.17.8-1"}],
-           "nvidia-container-toolkit-base": [{"version": "1.17.7-1"}],
-           "libnvidia-container1": [{"version": "1.17.8-1"}]}
-    assert toolkit_missing("1.17.8", "apt", apt) == ["nvidia-container-toolkit-base=1.17.8-1",
-                                                     "libnvidia-container-tools=1.17.8-1"]
-    dnf = {name: [{"version": "1.17.8", "release": "1"}] for name in (
-        "nvidia-container-toolkit", "nvidia-container-toolkit-base", "libnvidia-container-tools", "libnvidia-container1")}
-    assert toolkit_missing("1.17.8", "dnf", dnf) == []
-    assert toolkit_missing("1.17.8", "apt", {}, "1~gpucloudsim1")[0] == "nvidia-container-toolkit=1.17.8-1~gpucloudsim1"
 
 
 def test_loaded_driver_from_the_real_h200_capture_and_both_nvsim_flavours():
