@@ -11,20 +11,13 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpucloud.fleet.plugins.module_utils import xid
 from ansible_collections.gpucloud.fleet.plugins.plugin_utils import acceptance
+from ansible_collections.gpucloud.fleet.plugins.plugin_utils.plain_data import plain
 
-
-def _plain(value):
-    """Ansible hands lazy mappings and lists over; the pure code wants dicts and lists."""
-    if isinstance(value, Mapping):
-        return dict((k, _plain(v)) for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
 
 
 def acceptance_checks(observed, host, profile, lock=None):
     try:
-        return acceptance.evaluate(str(host), _plain(profile), _plain(lock) or {}, _plain(observed) or {})
+        return acceptance.evaluate(str(host), plain(profile), plain(lock) or {}, plain(observed) or {})
     except (acceptance.AcceptanceError, TypeError, ValueError) as exc:
         raise AnsibleFilterError("acceptance_checks: %s" % exc) from exc
 
@@ -34,14 +27,14 @@ def acceptance_fleet(results, expected=None):
         raise AnsibleFilterError("acceptance_fleet: expected a mapping host -> list of checks, got %s"
                                  % type(results).__name__)
     try:
-        return acceptance.fleet_report(_plain(results), [str(h) for h in expected or []])
+        return acceptance.fleet_report(plain(results), [str(h) for h in expected or []])
     except (KeyError, TypeError) as exc:
         raise AnsibleFilterError("acceptance_fleet: malformed check list: %s" % exc) from exc
 
 
 def acceptance_markdown(data, host=None):
     """Markdown of one host's checks (give host) or of an acceptance_fleet report."""
-    data = _plain(data)
+    data = plain(data)
     if host is not None:
         return acceptance.host_markdown(str(host), data)
     if not isinstance(data, dict) or "failures" not in data:
@@ -58,7 +51,7 @@ def acceptance_observed(observation, cuda=None, burn_in=None):
         raise AnsibleFilterError("acceptance_observed: burn_in must be the burn-in task's result (rc, stdout, "
                                  "stderr), got %s" % type(burn_in).__name__)
     try:
-        return acceptance.observed(_plain(observation), None if cuda is None else str(cuda), _plain(burn_in))
+        return acceptance.observed(plain(observation), None if cuda is None else str(cuda), plain(burn_in))
     except acceptance.AcceptanceError as exc:
         raise AnsibleFilterError("acceptance_observed: %s" % exc) from exc
 
@@ -67,9 +60,9 @@ def acceptance_settings_problems(profile, host, overrides=None, renamed_set=None
                                  firewall_probe=None, fabric_manager_probe=None, burn_in_seconds=None):
     """node_acceptance's input checks in one: the list of what is wrong, each naming its variable."""
     return acceptance.settings_problems(
-        str(host), _plain(profile), _plain({} if overrides is None else overrides),
-        [str(name) for name in renamed_set or []], _plain(renamed) or {}, _plain(captures) or {},
-        _plain(firewall_probe), _plain(fabric_manager_probe), burn_in_seconds)
+        str(host), plain(profile), plain({} if overrides is None else overrides),
+        [str(name) for name in renamed_set or []], plain(renamed) or {}, plain(captures) or {},
+        plain(firewall_probe), plain(fabric_manager_probe), burn_in_seconds)
 
 
 def acceptance_xid_summary(text, as_text=False):

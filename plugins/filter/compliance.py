@@ -18,24 +18,15 @@ from ansible_collections.gpucloud.fleet.plugins.plugin_utils.compliance_report i
     volume_probes,
 )
 from ansible_collections.gpucloud.fleet.plugins.plugin_utils.compliance_scap import ScapContentError, scap_content
+from ansible_collections.gpucloud.fleet.plugins.plugin_utils.plain_data import plain
 
-
-def _plain(value):
-    """Ansible's lazy containers and tagged strings as plain Python data."""
-    if isinstance(value, dict):
-        return dict((str(k), _plain(v)) for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, str):
-        return str(value)
-    return value
 
 
 def compliance_node_report(evidence, control_map, host, context=None, collected_at=""):
     if not isinstance(evidence, dict):
         raise AnsibleFilterError("compliance_node_report: evidence must be a mapping of probe name to result")
     try:
-        return node_report(str(host), _plain(evidence), _plain(control_map), _plain(context or {}), str(collected_at))
+        return node_report(str(host), plain(evidence), plain(control_map), plain(context or {}), str(collected_at))
     except ComplianceError as exc:
         raise AnsibleFilterError("compliance_node_report: %s" % exc) from exc
 
@@ -43,26 +34,26 @@ def compliance_node_report(evidence, control_map, host, context=None, collected_
 def compliance_fleet_report(reports, generated_at=""):
     if not isinstance(reports, (list, tuple)):
         raise AnsibleFilterError("compliance_fleet_report: a list of node reports is required")
-    return fleet_report(_plain(reports), str(generated_at))
+    return fleet_report(plain(reports), str(generated_at))
 
 
 def compliance_markdown(report):
     if not isinstance(report, dict):
         raise AnsibleFilterError("compliance_markdown: a node or fleet report is required")
-    report = _plain(report)
+    report = plain(report)
     return node_markdown(report) if "host" in report else fleet_markdown(report)
 
 
 def compliance_volume_probes(volumes):
     try:
-        return volume_probes(_plain(volumes))
+        return volume_probes(plain(volumes))
     except ComplianceError as exc:
         raise AnsibleFilterError("compliance_volume_probes: %s" % exc) from exc
 
 
 def compliance_evidence_file_name(name):
     try:
-        return evidence_file_name(_plain(name))
+        return evidence_file_name(plain(name))
     except ComplianceError as exc:
         raise AnsibleFilterError("compliance_evidence_file_name: %s" % exc) from exc
 
@@ -70,10 +61,10 @@ def compliance_evidence_file_name(name):
 def compliance_scap_content(facts, profile=None, tailoring=None, overrides=None):
     if not isinstance(facts, dict):
         raise AnsibleFilterError("compliance_scap_content: the node's ansible_facts are required")
-    facts = _plain(facts)
+    facts = plain(facts)
     try:
         return scap_content(str(facts.get("distribution", "")), str(facts.get("distribution_major_version", "")),
-                            _plain(profile), _plain(tailoring), _plain(overrides))
+                            plain(profile), plain(tailoring), plain(overrides))
     except ScapContentError as exc:
         raise AnsibleFilterError("compliance_scap_content: %s" % exc) from exc
 

@@ -10,15 +10,8 @@ from collections.abc import Mapping
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpucloud.fleet.plugins.plugin_utils import rollout
+from ansible_collections.gpucloud.fleet.plugins.plugin_utils.plain_data import plain
 
-
-def _plain(value):
-    """Ansible hands lazy mappings and lists over; the pure code wants dicts and lists."""
-    if isinstance(value, Mapping):
-        return dict((k, _plain(v)) for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
 
 
 def rollout_plan(hosts, profile_groups, groups, serial):
@@ -48,8 +41,8 @@ def rollout_node_problems(host, group_names, profile_groups, profile, version_lo
     try:
         return rollout.node_problems(str(host), [str(group) for group in group_names or []],
                                      None if profile_groups is None else [str(group) for group in profile_groups],
-                                     _plain(profile), _plain(version_lock), [str(stage) for stage in stages or []],
-                                     _plain(required) or {})
+                                     plain(profile), plain(version_lock), [str(stage) for stage in stages or []],
+                                     plain(required) or {})
     except (TypeError, KeyError) as exc:
         raise AnsibleFilterError("rollout_node_problems: %s" % exc) from exc
 

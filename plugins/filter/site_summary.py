@@ -10,15 +10,8 @@ from collections.abc import Mapping
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpucloud.fleet.plugins.plugin_utils import site_summary
+from ansible_collections.gpucloud.fleet.plugins.plugin_utils.plain_data import plain
 
-
-def _plain(value):
-    """Ansible hands lazy mappings and lists over; the pure code wants dicts and lists."""
-    if isinstance(value, Mapping):
-        return dict((k, _plain(v)) for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
 
 
 def site_verdict(checks, failure=None):
@@ -33,9 +26,9 @@ def site_reports(nodes, stages_all, stages_enabled, skip_reasons=None, check_mod
     if not isinstance(nodes, Mapping):
         raise AnsibleFilterError("site_reports: expected a mapping host -> site_node_summary, got %s" % type(nodes).__name__)
     try:
-        return site_summary.reports(_plain(nodes), list(stages_all), list(stages_enabled), _plain(skip_reasons) or {},
+        return site_summary.reports(plain(nodes), list(stages_all), list(stages_enabled), plain(skip_reasons) or {},
                                     bool(check_mode), [str(host) for host in expected or []],
-                                    None if checks is None else _plain(checks), str(report_dir))
+                                    None if checks is None else plain(checks), str(report_dir))
     except (site_summary.SiteVerdictError, KeyError, TypeError) as exc:
         raise AnsibleFilterError("site_reports: %s" % exc) from exc
 
