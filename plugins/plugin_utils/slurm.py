@@ -1,0 +1,342 @@
+# Copyright (c) 2026, gpucloud.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""Slurm configuration of a GPU node, rendered from what the collection already knows (issue 31).
+
+Pure functions, no Ansible objects: a hardware profile (``gpucloud_profile``), the node's parsed
+``nvidia-smi topo -m`` (``module_utils/topology.parse_topo_matrix``), the gpu_sharing plan
+(``plugin_utils/gpu_sharing.gpu_sharing_plan``: one source of truth for MIG and MPS) and a
+facts-like dict of the node go in; the text of ``gres.conf``, the ``slurm.conf`` node line and
+``cgroup.conf`` comes out. Inputs that would give Slurm a wrong node raise ``SlurmConfigError``
+naming the input. Not wired into a role yet.
+
+Sources, read at Slurm 26.11 (github.com/SchedMD/slurm, commit
+284c3b95f08a2dc2478499837b03355e1b9c5c75): doc/man/man5/gres.conf.5 (``Cores`` are *logical core*
+indexes, "Core 0 will be the first core on the first socket", all the cores of a socket given
+together; ``File`` is required for every gpu GRES and ``MultipleFiles`` replaces it for MIG;
+``Type`` "should match or be a substring of the value that is detected, using an underscore in
+lieu of any spaces"; the GPU index is the PCI bus order, "the minor number ... used in the device
+file ... is not necessarily the same"; mps ``Count`` per ``File``), doc/html/gres.shtml
+("MPS Management": a job's share of a GPU is its mps count over the GPU's configured count;
+"MIG Management": Type a substring of the MIG profile NVML reports), doc/man/man5/slurm.conf.5
+(node lines; "Nodes which register to the system with less than the configured resources (e.g.
+too little memory), will be placed in the DOWN state") and doc/man/man5/cgroup.conf.5
+(``CgroupPlugin=cgroup/v1|cgroup/v2|autodetect``, ``ConstrainDevices``). The same manuals at the
+tags slurm-22-05-8-1 (Debian 12) and slurm-23-11-4-1 (Ubuntu 24.04) already have every keyword used
+here: ``AutoDetect=off``, ``MultipleFiles``, logical core indexes, ``CgroupPlugin=cgroup/v2``.
+
+NVML autodetection (``AutoDetect=nvml``) needs slurmd's ``gpu_nvml`` plugin, built against NVML.
+Debian 12's ``slurm-wlm-basic-plugins`` 22.05.8-4+deb12u3 ships ``gpu_generic.so`` and the
+``gres_gpu``/``gres_mps`` plugins but no ``gpu_nvml.so`` (its file list, read 2026-12-03), and its
+main archive has no NVML plugin package (``apt-cache search slurm-wlm``); Ubuntu 24.04 has Slurm
+23.11.4 with an AMD ``slurm-wlm-rsmi-plugin`` and no NVML one (issue 31; not checked here).
+``AutoDetect=nvidia`` (no NVML, no MIG) exists only from Slurm 24.11. So on the distributions' own
+packages the explicit lines written here are the configuration (``AutoDetect=off``), and
+``AutoDetect=nvml`` is for sites that build slurmd with NVML: then these lines are its sanity check,
+and a mismatch drains the node.
+"""
+
+import re
+
+from ansible_collections.gpucloud.fleet.plugins.module_utils import mig_layout
+
+GRES_TYPE_RE = re.compile(r"[a-z0-9][a-z0-9_.+-]*")
+NODE_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_CPU_LIST_RE = re.compile(r"[0-9]+(?:-[0-9]+)?(?:,[0-9]+(?:-[0-9]+)?)*")
+_MIG_MINOR_RE = re.compile(r"(\S+)\s+([0-9]+)")
+AUTODETECT = ("off", "nvml")
+NODE_KEYS = ("cpus", "sockets", "cores", "threads", "memory_mb")
+# RealMemory below MemTotal: 2 % of it, at least 1 GiB (see real_memory).
+MEMORY_RESERVE_PERCENT = 2
+MEMORY_RESERVE_MIN_MB = 1024
+
+
+class SlurmConfigError(ValueError):
+    """An input that would give Slurm a wrong picture of the node."""
+
+
+def _whole(value, name, least=0):
+    if isinstance(value, bool) or not isinstance(value, (int, str)) or not re.fullmatch(r"[0-9]+", str(value).strip()):
+        raise SlurmConfigError("%s must be a whole number, got %r" % (name, value))
+    number = int(str(value).strip())
+    if number < least:
+        raise SlurmConfigError("%s must be at least %d, got %d" % (name, least, number))
+    return number
+
+
+def gres_type(profile):
+    """The GRES Type of the profile's GPUs: ``slurm.gres_type``, else ``gpu_model`` in lower case.
+
+    Spaces become underscores, as Slurm writes the name NVML reports (``NVIDIA H100 80GB HBM3`` is
+    detected as ``nvidia_h100_80gb_hbm3``), so the derived type (``h100_80gb_hbm3``) is a substring of
+    it and passes AutoDetect's sanity check.
+    """
+    slurm = profile.get("slurm") or {}
+    if not isinstance(slurm, dict):
+        raise SlurmConfigError("gpucloud_profile.slurm must be a mapping, got %r" % (slurm,))
+    value = slurm.get("gres_type")
+    name = "gpucloud_profile.slurm.gres_type"
+    if value is None:
+        value = "_".join(str(profile.get("gpu_model") or "").lower().split())
+        name = "gpucloud_profile.gpu_model"
+    if not isinstance(value, str) or not GRES_TYPE_RE.fullmatch(value):
+        raise SlurmConfigError("%s gives no usable GRES type (%r): lower-case letters, digits and _ . + - only, "
+                               "no ':' ',' '=' or spaces" % (name, value))
+    return value
+
+
+def parse_cpu_list(text, name="CPU list"):
+    """``0-55,112-167`` -> sorted list of CPU numbers; raises on anything else."""
+    if not isinstance(text, str) or not _CPU_LIST_RE.fullmatch(text):
+        raise SlurmConfigError("%s must be a list like 0-55,112-167, got %r" % (name, text))
+    cpus = set()
+    for part in text.split(","):
+        first, _sep, last = part.partition("-")
+        first, last = int(first), int(last or first)
+        if last < first:
+            raise SlurmConfigError("%s has a descending range %s" % (name, part))
+        cpus.update(range(first, last + 1))
+    return sorted(cpus)
+
+
+def format_ranges(numbers):
+    """[0, 1, 2, 5, 7, 8] -> ``0-2,5,7-8``, as Slurm writes core and device lists."""
+    parts = []
+    numbers = sorted(set(numbers))
+    start = None
+    for position, number in enumerate(numbers):
+        if start is None:
+            start = number
+        if position + 1 == len(numbers) or numbers[position + 1] != number + 1:
+            parts.append("%d" % start if start == number else "%d-%d" % (start, number))
+            start = None
+    return ",".join(parts)
+
+
+def node_shape(node):
+    """Check the facts-like node dict; return its cpus, sockets, cores (per socket), threads, memory_mb.
+
+    Keys, as the setup module gives them: ``cpus`` (ansible_processor_vcpus), ``sockets``
+    (ansible_processor_count), ``cores`` per socket (ansible_processor_cores), ``threads`` per
+    core (ansible_processor_threads_per_core), ``memory_mb`` (ansible_memtotal_mb).
+    """
+    if not isinstance(node, dict):
+        raise SlurmConfigError("the node facts must be a mapping of %s, got %r" % (", ".join(NODE_KEYS), node))
+    shape = dict((key, _whole(node.get(key), "node %s" % key, least=1)) for key in NODE_KEYS)
+    if shape["sockets"] * shape["cores"] * shape["threads"] != shape["cpus"]:
+        raise SlurmConfigError("node cpus %d is not sockets %d x cores %d x threads %d: facts of another host?"
+                               % (shape["cpus"], shape["sockets"], shape["cores"], shape["threads"]))
+    return shape
+
+
+def cpu_cores(cpus, shape, where):
+    """Logical core indexes (gres.conf ``Cores``) of a GPU's CPU affinity.
+
+    Linux numbers the first thread of every core first, socket by socket, then the second threads
+    in the same order (CPU n and n + sockets x cores are one core), which is what nvidia-smi's
+    affinity ``0-55,112-167`` shows; so CPU n is core n mod (sockets x cores). Slurm binds GRES to
+    whole sockets: a list that covers part of a socket is refused (unless the node reads NUMA
+    nodes as sockets, ``numa_node_as_socket``).
+    """
+    cores_total = shape["sockets"] * shape["cores"]
+    outside = [cpu for cpu in cpus if cpu >= shape["cpus"]]
+    if outside:
+        raise SlurmConfigError("%s: CPU affinity %s lies outside the node's CPUs 0-%d"
+                               % (where, format_ranges(outside), shape["cpus"] - 1))
+    cores = sorted(set(cpu % cores_total for cpu in cpus))
+    if not shape.get("numa_node_as_socket"):
+        for socket in range(shape["sockets"]):
+            own = set(range(socket * shape["cores"], (socket + 1) * shape["cores"]))
+            part = own.intersection(cores)
+            if part and part != own:
+                raise SlurmConfigError(
+                    "%s: cores %s are part of socket %d (cores %s); gres.conf Cores must name whole sockets "
+                    "(set numa_node_as_socket with SlurmdParameters=numa_node_as_socket for NUMA-node binding)"
+                    % (where, format_ranges(part), socket, format_ranges(own)))
+    return cores
+
+
+def parse_mig_minors(text):
+    """``/proc/driver/nvidia-caps/mig-minors`` -> {``gpu0/gi7/access``: 66, ...}."""
+    minors = {}
+    for line in (text or "").splitlines():
+        if not line.strip():
+            continue
+        match = _MIG_MINOR_RE.fullmatch(line.strip())
+        if match is None:
+            raise SlurmConfigError("mig-minors line %r is not '<capability> <minor>'" % line)
+        minors[match.group(1)] = int(match.group(2))
+    return minors
+
+
+def _gpu_minors(node, count):
+    minors = (node or {}).get("gpu_minors")
+    if minors is None:
+        return list(range(count))
+    if not isinstance(minors, list) or len(minors) != count:
+        raise SlurmConfigError("node gpu_minors must list the minor number of each of the %d GPUs in nvidia-smi "
+                               "index order, got %r" % (count, minors))
+    numbers = [_whole(minor, "node gpu_minors[%d]" % index) for index, minor in enumerate(minors)]
+    if len(set(numbers)) != count:
+        raise SlurmConfigError("node gpu_minors repeats a minor number: %r" % (minors,))
+    return numbers
+
+
+def _mig_lines(profile, node, minors, cores_of):
+    """One gpu GRES per MIG device: Type is its MIG profile, MultipleFiles its GPU and capabilities."""
+    family = mig_layout.family_of(profile.get("gpu_model"))
+    if family is None:
+        raise SlurmConfigError("gpucloud_profile.gpu_model %r is not a MIG GPU this collection knows (%s)"
+                               % (profile.get("gpu_model"), ", ".join(mig_layout.FAMILIES)))
+    try:
+        want = mig_layout.desired_layout(profile, family)
+    except mig_layout.MigLayoutError as exc:
+        raise SlurmConfigError("gpucloud_profile.mig: %s" % exc) from exc
+    instances = (node or {}).get("mig_instances")
+    caps = (node or {}).get("mig_minors")
+    if not isinstance(instances, list) or not isinstance(caps, dict):
+        raise SlurmConfigError("MIG layout %s: node mig_instances (nvidia-smi mig -lgi, parsed) and node "
+                               "mig_minors (/proc/driver/nvidia-caps/mig-minors, parsed) are needed for the "
+                               "MIG device files" % want["name"])
+    lines, counts = [], {}
+    for index, minor in enumerate(minors):
+        have = [item for item in instances if item.get("gpu") == index]
+        found = {}
+        for item in have:
+            found[item.get("profile")] = found.get(item.get("profile"), 0) + 1
+        if found != want["devices"]:
+            raise SlurmConfigError("GPU%d has MIG devices %s, layout %s wants %s: apply the layout first"
+                                   % (index, sorted(found.items()), want["name"], sorted(want["devices"].items())))
+        for item in sorted(have, key=lambda entry: entry.get("instance_id")):
+            files = ["/dev/nvidia%d" % minor]
+            # gpu_sharing creates each instance with -C: one compute instance, id 0.
+            for cap in ("gpu%d/gi%s/access" % (minor, item.get("instance_id")),
+                        "gpu%d/gi%s/ci0/access" % (minor, item.get("instance_id"))):
+                if cap not in caps:
+                    raise SlurmConfigError("node mig_minors has no %s" % cap)
+                files.append("/dev/nvidia-caps/nvidia-cap%d" % caps[cap])
+            lines.append("Name=gpu Type=%s MultipleFiles=%s%s" % (item["profile"], ",".join(files), cores_of(index)))
+            counts["gpu:%s" % item["profile"]] = counts.get("gpu:%s" % item["profile"], 0) + 1
+    return lines, counts
+
+
+def gres_plan(profile, topology, sharing_plan=None, node=None):
+    """The gres.conf lines and the node's GRES counts (``{"gpu:h200": 8}``) from one reading.
+
+    - PROFILE: ``gpucloud_profile`` (``gpu_count``, ``gpu_model``, ``mig``, optional
+      ``slurm.gres_type``);
+    - TOPOLOGY: ``parse_topo_matrix`` of the node; its GPU count must be the profile's;
+    - SHARING_PLAN: ``gpu_sharing_plan``; ``mode: mps`` adds ``Name=mps`` per GPU with
+      ``Count`` = the profile's ``sharing.replicas`` (a job asking ``--gres=mps:1`` gets one
+      replica's share, the 100/replicas percent gpu_sharing sets), ``mig_wanted`` one GRES per MIG
+      device;
+    - NODE: ``node_shape``'s keys (needed for ``Cores``), optional ``numa_node_as_socket``,
+      ``gpu_minors`` (``minor_number`` of each GPU in nvidia-smi index order, from ``nvidia-smi
+      -q -x``; without it /dev/nvidia<index>, which is only right where minors follow the PCI
+      order), and for MIG ``mig_instances`` and ``mig_minors``.
+    """
+    if not isinstance(profile, dict):
+        raise SlurmConfigError("gpucloud_profile must be the node's hardware profile, got %r" % (profile,))
+    if not isinstance(topology, dict) or not isinstance(topology.get("gpus"), list):
+        raise SlurmConfigError("the topology must be what nvidia_topology returns (parse_topo_matrix), got %r"
+                               % (topology,))
+    expected = _whole(profile.get("gpu_count"), "gpucloud_profile.gpu_count", least=1)
+    gpus = topology["gpus"]
+    if len(gpus) != expected:
+        raise SlurmConfigError("the topology has %d GPUs (%s), gpucloud_profile.gpu_count is %d: "
+                               "is this node of profile %s?" % (len(gpus), ", ".join(gpus) or "none", expected,
+                                                                profile.get("name", "?")))
+    sharing_plan = sharing_plan or {}
+    shape = node_shape(node) if node is not None else None
+    if shape is not None:
+        shape["numa_node_as_socket"] = bool(node.get("numa_node_as_socket"))
+    minors = _gpu_minors(node, expected)
+
+    def cores_of(index):
+        cpus = (topology.get("affinity") or {}).get(gpus[index], {}).get("cpus")
+        if cpus in (None, "", "N/A"):
+            return ""
+        if shape is None:
+            raise SlurmConfigError("%s has CPU affinity %s: the node facts (%s) are needed to give it as Slurm "
+                                   "core indexes" % (gpus[index], cpus, ", ".join(NODE_KEYS)))
+        cores = cpu_cores(parse_cpu_list(cpus, "%s CPU affinity" % gpus[index]), shape, gpus[index])
+        return " Cores=%s" % format_ranges(cores)
+
+    if sharing_plan.get("mig_wanted") or isinstance(profile.get("mig"), dict):
+        lines, counts = _mig_lines(profile, node, minors, cores_of)
+    else:
+        kind = gres_type(profile)
+        lines = ["Name=gpu Type=%s File=/dev/nvidia%d%s" % (kind, minor, cores_of(index))
+                 for index, minor in enumerate(minors)]
+        counts = {"gpu:%s" % kind: expected}
+    if sharing_plan.get("mode") == "mps":
+        replicas = _whole(((profile.get("sharing") or {}).get("replicas")), "gpucloud_profile.sharing.replicas", least=1)
+        lines.extend("Name=mps Count=%d File=/dev/nvidia%d" % (replicas, minor) for minor in minors)
+        counts["mps"] = replicas * expected
+    return {"lines": lines, "counts": counts}
+
+
+def gres_conf(profile, topology, sharing_plan=None, node=None, autodetect="off"):
+    """Text of the node's gres.conf: see ``gres_plan``.
+
+    AUTODETECT ``off`` (the default: the distributions' slurmd has no NVML plugin) makes the explicit
+    lines the configuration; ``nvml`` has slurmd detect the GPUs and check them against these lines.
+    """
+    if autodetect not in AUTODETECT:
+        raise SlurmConfigError("autodetect must be one of %s, got %r" % (", ".join(AUTODETECT), autodetect))
+    plan = gres_plan(profile, topology, sharing_plan, node)
+    header = ["# Managed by gpucloud.fleet: the GPUs of profile %s from this node's nvidia-smi topo -m."
+              % profile.get("name", "?"),
+              "AutoDetect=%s" % autodetect]
+    return "\n".join(header + plan["lines"]) + "\n"
+
+
+def real_memory(memory_mb):
+    """RealMemory for a node whose MemTotal is MEMORY_MB: 2 % below it, at least 1024 MB below.
+
+    slurmd registers the memory it finds; a node that registers less than its configured
+    RealMemory is set DOWN/INVALID ("Low RealMemory") and takes no jobs. MemTotal is not fixed: a
+    new kernel, a crashkernel reservation or firmware taking memory lowers it by tens to hundreds of
+    MB, so RealMemory equal to today's total would take the node out after such an update. 2 % (at
+    least 1 GiB) leaves that room and keeps the OS's own share out of job allocations.
+    """
+    total = _whole(memory_mb, "node memory_mb", least=1)
+    reserve = max(MEMORY_RESERVE_MIN_MB, total * MEMORY_RESERVE_PERCENT // 100)
+    if reserve >= total:
+        raise SlurmConfigError("node memory_mb %d leaves nothing after the %d MB reserve" % (total, reserve))
+    return total - reserve
+
+
+def node_line(name, node, gres=None):
+    """The slurm.conf NodeName line: CPUs, Sockets, CoresPerSocket, ThreadsPerCore, RealMemory, Gres.
+
+    NODE as in ``node_shape``; GRES the counts of ``gres_plan`` (``{"gpu:h200": 8, "mps": 32}``).
+    """
+    if not isinstance(name, str) or not NODE_NAME_RE.fullmatch(name):
+        raise SlurmConfigError("node name %r is not a host name Slurm accepts" % (name,))
+    shape = node_shape(node)
+    parts = ["NodeName=%s" % name, "CPUs=%d" % shape["cpus"], "Sockets=%d" % shape["sockets"],
+             "CoresPerSocket=%d" % shape["cores"], "ThreadsPerCore=%d" % shape["threads"],
+             "RealMemory=%d" % real_memory(shape["memory_mb"])]
+    if gres:
+        if not isinstance(gres, dict):
+            raise SlurmConfigError("gres must map GRES names to counts, got %r" % (gres,))
+        items = []
+        for key in sorted(gres):
+            if not isinstance(key, str) or not re.fullmatch(r"[a-z]+(?::%s)?" % GRES_TYPE_RE.pattern, key):
+                raise SlurmConfigError("GRES name %r is not name or name:type" % (key,))
+            items.append("%s:%d" % (key, _whole(gres[key], "gres %s" % key, least=1)))
+        parts.append("Gres=%s" % ",".join(items))
+    return " ".join(parts)
+
+
+def cgroup_conf(cgroup_v2):
+    """cgroup.conf: devices confined to the job's GRES, with the plugin of the host's cgroup version."""
+    if not isinstance(cgroup_v2, bool):
+        raise SlurmConfigError("cgroup_v2 must be true or false, got %r" % (cgroup_v2,))
+    return "\n".join([
+        "# Managed by gpucloud.fleet: a job sees only the GPUs it was given.",
+        "CgroupPlugin=%s" % ("cgroup/v2" if cgroup_v2 else "cgroup/v1"),
+        "ConstrainDevices=yes",
+    ]) + "\n"
