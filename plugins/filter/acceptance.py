@@ -14,7 +14,6 @@ from ansible_collections.gpucloud.fleet.plugins.plugin_utils import acceptance
 from ansible_collections.gpucloud.fleet.plugins.plugin_utils.plain_data import plain
 
 
-
 def acceptance_checks(observed, host, profile, lock=None):
     try:
         return acceptance.evaluate(str(host), plain(profile), plain(lock) or {}, plain(observed) or {})

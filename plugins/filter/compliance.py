@@ -21,7 +21,6 @@ from ansible_collections.gpucloud.fleet.plugins.plugin_utils.compliance_scap imp
 from ansible_collections.gpucloud.fleet.plugins.plugin_utils.plain_data import plain
 
 
-
 def compliance_node_report(evidence, control_map, host, context=None, collected_at=""):
     if not isinstance(evidence, dict):
         raise AnsibleFilterError("compliance_node_report: evidence must be a mapping of probe name to result")

@@ -13,7 +13,6 @@ from ansible_collections.gpucloud.fleet.plugins.plugin_utils import rollout
 from ansible_collections.gpucloud.fleet.plugins.plugin_utils.plain_data import plain
 
 
-
 def rollout_plan(hosts, profile_groups, groups, serial):
     if isinstance(hosts, (str, Mapping)) or not hasattr(hosts, '__iter__'):
         raise AnsibleFilterError("rollout_plan: expected a list of hosts, got %s" % type(hosts).__name__)

@@ -13,7 +13,6 @@ from ansible_collections.gpucloud.fleet.plugins.plugin_utils import site_summary
 from ansible_collections.gpucloud.fleet.plugins.plugin_utils.plain_data import plain
 
 
-
 def site_verdict(checks, failure=None):
     try:
         return site_summary.node_verdict(checks, failure)
