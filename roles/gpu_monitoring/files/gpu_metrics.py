@@ -38,6 +38,7 @@ package path, so the imports below work unchanged there (Python 3 namespace pack
 
 
 import csv
+import json
 import os
 import re
 import stat
@@ -54,7 +55,7 @@ from ansible_collections.gpucloud.fleet.plugins.module_utils.nvml import (
     _text,
 )
 from ansible_collections.gpucloud.fleet.plugins.module_utils.smi_xml import available, to_state
-from ansible_collections.gpucloud.fleet.plugins.module_utils.xid import parse_xid_events
+from ansible_collections.gpucloud.fleet.plugins.module_utils.xid import meaning, parse_xid_events
 
 SOURCES = ("auto", "nvml", "nvidia-smi", "replay")
 
@@ -98,6 +99,9 @@ GPUCLOUD_GPU_SERIES = (
     ("gpucloud_gpu_nvlink_links_active", "gauge", "NVLink links in state active on this GPU.", "nvlink_links_active"),
     ("gpucloud_gpu_compute_processes", "gauge", "Compute processes holding this GPU.", "compute_processes"),
 )
+XID_EVENTS = "gpucloud_gpu_xid_events_total"
+XID_EVENTS_HELP = ("Xid events per GPU and code in the kernel log since boot; class is the Xid table's "
+                   "(hw, app, unknown).")
 UP = "gpucloud_gpu_collector_up"
 LAST_SAMPLE = "gpucloud_gpu_collector_last_sample_timestamp_seconds"
 UP_HELP = "1 when the last GPU sample succeeded, 0 when the driver or NVML is unavailable."
@@ -530,6 +534,69 @@ class XidTracker:
         return None if key is None else self.last.get(key, 0)
 
 
+def canonical_bus_id(key):
+    """NVML's form of a :func:`pci_key` (``00000000:18:00.0``), the Xid counter's pci_bus_id label."""
+    return "%08X:%02X:%02X.0" % key
+
+
+# /dev/kmsg's record prefix "priority,sequence,microseconds,flags;" (Documentation/ABI/testing/dev-kmsg).
+KMSG_RECORD = re.compile(r"^\d+,(?P<seq>\d+),")
+
+
+class XidCounter:
+    """Xid events per GPU (by PCI address) and code since boot: gpucloud_gpu_xid_events_total.
+
+    Fed the kernel log text read since the last call. A /dev/kmsg record whose sequence number
+    is not above the last one counted is skipped, so a restarted collector that reads the ring
+    buffer from its oldest record again, with its state loaded, does not count an event twice.
+    ``gpus`` remembers each GPU's index by PCI address, so that a GPU which fell off the bus
+    (gone from NVML, still in the kernel log) keeps its gpu label.
+    """
+
+    def __init__(self):
+        self.counts = {}
+        self.seq = -1
+        self.gpus = {}
+
+    def feed(self, text):
+        for line in (text or "").splitlines():
+            record = KMSG_RECORD.match(line)
+            if record:
+                seq = int(record.group("seq"))
+                if seq <= self.seq:
+                    continue
+                self.seq = seq
+            for event in parse_xid_events(line):
+                key = pci_key(event["pci"])
+                if key is not None:
+                    self.counts[(key, event["code"])] = self.counts.get((key, event["code"]), 0) + 1
+
+    def learn(self, gpus):
+        """Remember the index of every GPU of a sample by its PCI address."""
+        for gpu in gpus:
+            key = pci_key(gpu["pci_bus_id"])
+            if key is not None:
+                self.gpus[key] = str(gpu["index"])
+
+    def samples(self):
+        """``[(labels, count)]`` in GPU and code order; gpu is "" for an address never sampled."""
+        return [([("gpu", self.gpus.get(key, "")), ("pci_bus_id", canonical_bus_id(key)), ("xid", str(code)),
+                  ("class", meaning(code)["kind"])], count)
+                for (key, code), count in sorted(self.counts.items())]
+
+    def dump(self):
+        return {"seq": self.seq,
+                "counts": [[canonical_bus_id(key), code, count] for (key, code), count in sorted(self.counts.items())],
+                "gpus": dict((canonical_bus_id(key), index) for key, index in sorted(self.gpus.items()))}
+
+    def load(self, data):
+        self.seq = int(data.get("seq", -1))
+        self.counts = dict(((pci_key(bus), int(code)), int(count)) for bus, code, count in data.get("counts", ())
+                           if pci_key(bus) is not None)
+        self.gpus = dict((pci_key(bus), str(index)) for bus, index in data.get("gpus", {}).items()
+                         if pci_key(bus) is not None)
+
+
 class KernelLog:
     """New kernel log text since the last call, from /dev/kmsg or a regular file.
 
@@ -549,6 +616,7 @@ class KernelLog:
         self.inode = None
         self.rest = ""
         self.error = None
+        self.resume_at = None
 
     def _open(self):
         try:
@@ -560,7 +628,23 @@ class KernelLog:
         self.inode = info.st_ino if stat.S_ISREG(info.st_mode) else None
         self.rest = ""
         self.error = None
+        if self.inode is not None and self.resume_at is not None:
+            inode, offset = self.resume_at
+            if inode == self.inode and 0 <= offset <= info.st_size:
+                os.lseek(self.fd, offset, os.SEEK_SET)
+        self.resume_at = None
         return True
+
+    def position(self):
+        """``[inode, offset]`` of the next unread line of a regular file; None for a device
+        (/dev/kmsg is resumed by sequence number) or a file not open."""
+        if self.fd is None or self.inode is None:
+            return None
+        return [self.inode, os.lseek(self.fd, 0, os.SEEK_CUR) - len(self.rest.encode("utf-8"))]
+
+    def resume(self, position):
+        """Start the next open at POSITION (from :meth:`position`) if it is still the same file."""
+        self.resume_at = tuple(position) if position else None
 
     def _replaced(self):
         if self.inode is None:
@@ -640,12 +724,15 @@ def _family(lines, name, kind, help_text, samples):
         lines.append("%s%s %s" % (name, _labels(labels) if labels else "", _number(value)))
 
 
-def render(reading, hostname, now, xid=None, dcgm_series=True):
+def render(reading, hostname, now, xid=None, dcgm_series=True, xid_events=None):
     """The textfile: health series always; GPU series only when the sample is up.
 
     XID is an :class:`XidTracker` when the kernel log could be read (DCGM_FI_DEV_XID_ERRORS
     is then written for every GPU, 0 when it had none), None otherwise. ``dcgm_series``
     False leaves the DCGM_FI_* series to dcgm-exporter and writes only the gpucloud_* ones.
+    XID_EVENTS is an :class:`XidCounter` when the kernel log could be read: its counter is
+    written even when the sample is down, since a GPU that fell off the bus is the case it
+    matters most.
     """
     lines = []
     if reading["reason"]:
@@ -663,6 +750,8 @@ def render(reading, hostname, now, xid=None, dcgm_series=True):
         for name, kind, help_text, key in series:
             _family(lines, name, kind, help_text,
                     [(labels, values[key]) for labels, values in gpus if values.get(key) is not None])
+    if xid_events is not None:
+        _family(lines, XID_EVENTS, "counter", XID_EVENTS_HELP, xid_events.samples())
     return "\n".join(lines) + "\n"
 
 
@@ -691,15 +780,18 @@ def write_textfile(path, text):
 
 class Collector:
     """What the long-running collector keeps between samples: the source, the nvidia-smi
-    fields the driver accepts, and the Xid tracker with its kernel log position.
+    fields the driver accepts, and the Xid tracker and counter with the kernel log position.
 
     ``pynvml`` is the imported module or None, ``run_smi(args)`` returns ``(rc, out, err)``,
     ``read_file(path)`` returns the text or None, ``kernel_log`` is a :class:`KernelLog`
-    (or anything with ``read_new()``) or None.
+    (or anything with ``read_new()``) or None. ``xid_state`` is the path of the JSON file
+    that keeps the Xid counts and the read position across collector restarts, tagged with
+    ``boot_id`` (the kernel's /proc/sys/kernel/random/boot_id): a state of another boot is
+    dropped, so the counter starts again from the log of this boot, as counters do.
     """
 
     def __init__(self, source="auto", pynvml=None, run_smi=None, replay_path=None, read_file=None,
-                 kernel_log=None, dcgm_series=True):
+                 kernel_log=None, dcgm_series=True, xid_state=None, boot_id=None):
         if source not in SOURCES:
             raise ValueError("source must be one of %s, got %r" % (", ".join(SOURCES), source))
         if source == "replay" and not replay_path:
@@ -713,7 +805,57 @@ class Collector:
         self.dcgm_series = dcgm_series
         self.smi_fields = list(SMI_QUERY_FIELDS)
         self.xid = XidTracker()
+        self.xid_events = XidCounter()
         self.xid_readable = False
+        self.xid_state = xid_state
+        self.boot_id = boot_id
+        self.state_error = None
+        self._saved = None
+        self._load_state()
+
+    def _state(self):
+        return {"boot_id": self.boot_id, "kernel_log": getattr(self.kernel_log, "path", None),
+                "position": self.kernel_log.position() if hasattr(self.kernel_log, "position") else None,
+                "last": [[canonical_bus_id(key), code] for key, code in sorted(self.xid.last.items())],
+                "events": self.xid_events.dump()}
+
+    def _load_state(self):
+        if not self.xid_state or self.kernel_log is None:
+            return
+        text = self.read_file(self.xid_state) if self.read_file else None
+        try:
+            state = json.loads(text) if text else None
+        except ValueError:
+            state = None
+        if not isinstance(state, dict) or state.get("boot_id") != self.boot_id or \
+                state.get("kernel_log") != getattr(self.kernel_log, "path", None):
+            return
+        try:
+            self.xid_events.load(state.get("events", {}))
+            self.xid.last = dict((pci_key(bus), int(code)) for bus, code in state.get("last", ())
+                                 if pci_key(bus) is not None)
+        except (TypeError, ValueError, AttributeError):
+            self.xid_events = XidCounter()
+            self.xid.last = {}
+            return
+        if hasattr(self.kernel_log, "resume"):
+            self.kernel_log.resume(state.get("position"))
+        self._saved = json.dumps(self._state(), sort_keys=True)
+
+    def save_state(self):
+        """Write the Xid state when it changed; an error is kept in ``state_error``, not raised."""
+        if not self.xid_state or not self.xid_readable:
+            return
+        text = json.dumps(self._state(), sort_keys=True)
+        if text == self._saved:
+            return
+        try:
+            write_textfile(self.xid_state, text + "\n")
+        except OSError as exc:
+            self.state_error = "cannot write %s: %s" % (self.xid_state, exc)
+            return
+        self.state_error = None
+        self._saved = text
 
     def read(self):
         """One sample from the configured source (auto: NVML, else nvidia-smi)."""
@@ -739,11 +881,15 @@ class Collector:
         self.xid_readable = text is not None
         if text:
             self.xid.feed(text)
+            self.xid_events.feed(text)
 
     def collect(self, hostname, now):
         """One sample and its textfile text: ``(sample, text)``."""
         reading = self.read()
-        if self.dcgm_series:
-            self.read_kernel_log()
+        if reading["up"]:
+            self.xid_events.learn(reading["gpus"])
+        self.read_kernel_log()
+        self.save_state()
         xid = self.xid if self.dcgm_series and self.xid_readable else None
-        return reading, render(reading, hostname, now, xid=xid, dcgm_series=self.dcgm_series)
+        events = self.xid_events if self.xid_readable else None
+        return reading, render(reading, hostname, now, xid=xid, dcgm_series=self.dcgm_series, xid_events=events)

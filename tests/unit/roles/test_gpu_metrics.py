@@ -15,6 +15,7 @@ where Prometheus is installed.
 import csv
 import ctypes
 import importlib.util
+import json
 import os
 import re
 import shutil
@@ -568,6 +569,122 @@ def test_collector_without_a_readable_kernel_log_writes_no_xid_series(tmp_path):
     assert by_gpu(parse_exposition(text), "DCGM_FI_DEV_XID_ERRORS") == {"0": 79}
 
 
+PUBLIC_XID_LOG = fixture_text("xid", "kernel-log-public.txt")
+
+
+def xid_counts(families):
+    """{(gpu, pci_bus_id, xid, class): count} of gpucloud_gpu_xid_events_total."""
+    return dict(((labels["gpu"], labels["pci_bus_id"], labels["xid"], labels["class"]), value)
+                for labels, value in families[gpu_metrics.XID_EVENTS]["samples"])
+
+
+def test_xid_counter_counts_every_event_per_gpu_and_code_of_real_lines():
+    counter = gpu_metrics.XidCounter()
+    counter.learn([gpu_metrics.gpu_reading(3, "GPU-x", "H200", "00000000:18:00.0")])
+    counter.feed(PUBLIC_XID_LOG)
+    text, families = render(gpu_metrics.sample("nvml", up=False, reason="driver gone"), xid_events=counter)
+    assert families[gpu_metrics.XID_EVENTS]["type"] == "counter"
+    assert xid_counts(families) == {
+        ("", "00000000:01:00.0", "3", "unknown"): 1,
+        ("", "00000000:10:1C.0", "63", "hw"): 2,
+        ("3", "00000000:18:00.0", "63", "hw"): 1,
+        ("", "00000000:2B:00.0", "79", "hw"): 1,
+        ("", "00000000:44:00.0", "79", "hw"): 1,
+    }
+    # The driver's multi-line "fallen off the bus" message has no Xid code: nothing for b3.
+    assert "B3:00" not in text
+    # A counter: new events add to it, a code seen again on the same GPU adds one.
+    counter.feed(DMESG_XID_OTHER_GPU + DMESG_XID_OTHER_GPU)
+    _text, families = render(gpu_metrics.sample("nvml", up=False), xid_events=counter)
+    assert xid_counts(families)[("3", "00000000:18:00.0", "48", "hw")] == 2
+    assert xid_counts(families)[("3", "00000000:18:00.0", "63", "hw")] == 1
+
+
+def test_xid_counter_skips_kmsg_records_it_already_counted():
+    counter = gpu_metrics.XidCounter()
+    counter.feed(KMSG_XID_63 + KMSG_XID_79)
+    restarted = gpu_metrics.XidCounter()
+    restarted.load(counter.dump())
+    # A restarted collector reads /dev/kmsg from the ring buffer's oldest record again.
+    restarted.feed(KMSG_XID_63 + KMSG_XID_79 + KMSG_XID_79.replace("3,1842,", "3,1850,"))
+    assert restarted.counts == {((0, 0, 6), 63): 1, ((0, 0, 6), 79): 2}
+
+
+def test_xid_counter_is_written_beside_dcgm_exporter_and_when_the_gpu_is_gone(tmp_path):
+    log = tmp_path / "kern.log"
+    log.write_text(KMSG_XID_79)
+    collector = gpu_metrics.Collector(source="replay", replay_path="r", read_file=lambda path: H200_CSV,
+                                      kernel_log=gpu_metrics.KernelLog(str(log)), dcgm_series=False)
+    _reading, text = collector.collect("n1", NOW)
+    families = parse_exposition(text)
+    assert "DCGM_FI_DEV_XID_ERRORS" not in families
+    assert xid_counts(families) == {("0", H200_BUS, "79", "hw"): 1}
+    # The GPU fell off the bus: gone from the replay, the counter keeps its gpu label.
+    collector.read_file = lambda path: H200_CSV.splitlines()[0] + "\n"
+    _reading, text = collector.collect("n1", NOW + 15)
+    assert xid_counts(parse_exposition(text)) == {("0", H200_BUS, "79", "hw"): 1}
+
+
+def read_or_none(path):
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
+def test_a_restarted_collector_does_not_count_again_and_a_reboot_starts_from_zero(tmp_path):
+    log = tmp_path / "kern.log"
+    state = str(tmp_path / "xid-state.json")
+    log.write_text(KMSG_XID_63 + DMESG_XID_OTHER_GPU)
+
+    def collector(boot_id):
+        return gpu_metrics.Collector(source="replay", replay_path="r",
+                                     read_file=lambda path: H200_CSV if path == "r" else read_or_none(path),
+                                     kernel_log=gpu_metrics.KernelLog(str(log)), xid_state=state, boot_id=boot_id)
+
+    first = collector("boot-1")
+    first.collect("n1", NOW)
+    with open(str(log), "a") as handle:
+        handle.write(KMSG_XID_79)
+    first.collect("n1", NOW + 15)
+    first.kernel_log.close()
+    with open(str(log), "a") as handle:
+        handle.write(DMESG_XID_OTHER_GPU)
+    again = collector("boot-1")
+    _reading, text = again.collect("n1", NOW + 30)
+    assert xid_counts(parse_exposition(text)) == {
+        ("0", H200_BUS, "63", "hw"): 1, ("0", H200_BUS, "79", "hw"): 1, ("", "00000000:18:00.0", "48", "hw"): 2}
+    # The last code per GPU (DCGM_FI_DEV_XID_ERRORS) survives the restart too.
+    assert by_gpu(parse_exposition(text), "DCGM_FI_DEV_XID_ERRORS") == {"0": 79}
+    again.kernel_log.close()
+    # Another boot: the saved counts and position are of the old boot; the log is read anew.
+    log.write_text(KMSG_XID_63)
+    rebooted = collector("boot-2")
+    _reading, text = rebooted.collect("n1", NOW + 45)
+    assert xid_counts(parse_exposition(text)) == {("0", H200_BUS, "63", "hw"): 1}
+    rebooted.kernel_log.close()
+
+
+def test_an_unreadable_xid_state_starts_afresh_and_an_unwritable_one_is_said(tmp_path):
+    log = tmp_path / "kern.log"
+    log.write_text(KMSG_XID_63)
+    state = tmp_path / "xid-state.json"
+    state.write_text("{not json")
+    collector = gpu_metrics.Collector(source="replay", replay_path="r",
+                                      read_file=lambda path: H200_CSV if path == "r" else read_or_none(path),
+                                      kernel_log=gpu_metrics.KernelLog(str(log)), xid_state=str(state), boot_id="b")
+    _reading, text = collector.collect("n1", NOW)
+    assert xid_counts(parse_exposition(text)) == {("0", H200_BUS, "63", "hw"): 1}
+    assert json.loads(state.read_text())["events"]["counts"] == [["00000000:00:06.0", 63, 1]]
+    collector.xid_state = str(tmp_path / "absent" / "xid-state.json")
+    with open(str(log), "a") as handle:
+        handle.write(KMSG_XID_79)
+    collector.collect("n1", NOW + 15)
+    assert "cannot write" in collector.state_error
+    collector.kernel_log.close()
+
+
 # ---------------------------------------------------------------- the text
 
 
@@ -688,6 +805,27 @@ def test_collector_once_with_the_replay_source(installed):
     assert values(families, "DCGM_FI_DEV_XID_ERRORS") == [79]
     assert families["DCGM_FI_DEV_GPU_TEMP"]["samples"][0][0]["Hostname"] == "lab-gpu-1"
     assert abs(values(families, "gpucloud_gpu_collector_last_sample_timestamp_seconds")[0] - time.time()) < 60
+
+
+def test_collector_program_keeps_xid_counts_across_runs(installed):
+    kernel_log = installed["tmp"] / "kern.log"
+    kernel_log.write_text(KMSG_XID_79)
+    boot_id = installed["tmp"] / "boot_id"
+    boot_id.write_text("5a1c0d3e-0000-4000-8000-000000000001\n")
+    argv = collector_argv(installed, "--once", "--source", "replay", "--replay-file",
+                          fixture_path("h200-ubuntu2404-driver580", "nvidia-smi_query-gpu.csv"),
+                          "--kernel-log", str(kernel_log), "--xid-state", str(installed["tmp"] / "xid.json"),
+                          "--boot-id-file", str(boot_id))
+    counts = []
+    for extra in ("", KMSG_XID_79.replace("3,1842,", "3,1843,")):
+        with open(str(kernel_log), "a") as handle:
+            handle.write(extra)
+        run = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                             timeout=60, check=False)
+        assert run.returncode == 0, run.stderr
+        with open(installed["prom"]) as handle:
+            counts.append(values(parse_exposition(handle.read()), "gpucloud_gpu_xid_events_total"))
+    assert counts == [[1], [2]]
 
 
 def test_collector_without_driver_or_nvidia_smi_says_up_0(installed):

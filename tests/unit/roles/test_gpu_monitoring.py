@@ -86,10 +86,13 @@ def test_collector_unit_for_metal_nvml():
     assert settings["ExecStart"] == [
         "/usr/local/lib/gpucloud-gpu-collector/venv/bin/python3 -I -B /usr/local/bin/gpucloud-gpu-collector "
         "--lib-dir /usr/local/lib/gpucloud-gpu-collector --textfile /var/lib/prometheus/node-exporter/gpucloud-gpu.prom "
-        "--source auto --kernel-log /dev/kmsg --interval 15"]
+        "--source auto --kernel-log /dev/kmsg --xid-state /var/lib/gpucloud-gpu-collector/state/xid-state.json "
+        "--interval 15"]
     assert settings["User"] == ["gpucloud-gpu-collector"] and settings["SupplementaryGroups"] == ["video"]
     assert settings["AmbientCapabilities"] == ["CAP_SYSLOG"] and settings["CapabilityBoundingSet"] == ["CAP_SYSLOG"]
     assert settings["ReadWritePaths"] == ["/var/lib/prometheus/node-exporter"]
+    # The Xid counts survive a restart in a directory systemd makes for the collector's user.
+    assert settings["StateDirectory"] == ["gpucloud-gpu-collector/state"]
     assert settings["WatchdogSec"] == ["120"] and settings["Type"] == ["notify"]
     # Settings that would shut the NVIDIA devices or /dev/kmsg out, or fail in the lab's containers.
     for absent in ("PrivateDevices", "DevicePolicy", "DeviceAllow", "ProtectKernelLogs", "ProtectClock",
@@ -105,7 +108,7 @@ def test_collector_unit_for_the_lab_replay_and_beside_dcgm():
                                __gpu_monitoring_collector_python="/usr/bin/python3"))
     assert lab["ExecStart"][0].startswith("/usr/bin/python3 -I -B ")
     assert "--source replay --replay-file /etc/gpucloud-gpu-collector/replay.csv" in lab["ExecStart"][0]
-    assert "--kernel-log /var/lib/gpucloud-gpu-collector/kern.log --interval 5" in lab["ExecStart"][0]
+    assert "--kernel-log /var/lib/gpucloud-gpu-collector/kern.log --xid-state " in lab["ExecStart"][0]
     assert "AmbientCapabilities" not in lab and lab["CapabilityBoundingSet"] == [""]
     # In a container: no seccomp-based setting (systemd 257 fails such a unit at step USER there).
     container = unit_settings(render("gpucloud-gpu-collector.service.j2", __gpu_monitoring_in_container=True))
