@@ -8,8 +8,10 @@ Pure functions, no Ansible objects: a hardware profile (``gpucloud_profile``), t
 ``nvidia-smi topo -m`` (``module_utils/topology.parse_topo_matrix``), the gpu_sharing plan
 (``plugin_utils/gpu_sharing.gpu_sharing_plan``: one source of truth for MIG and MPS) and a
 facts-like dict of the node go in; the text of ``gres.conf``, the ``slurm.conf`` node line and
-``cgroup.conf`` comes out. Inputs that would give Slurm a wrong node raise ``SlurmConfigError``
-naming the input. Not wired into a role yet.
+``cgroup.conf`` comes out, and ``slurm_conf`` renders the whole ``slurm.conf`` from the cluster's
+settings and every node's facts, the one function both roles (``slurm_controller``,
+``slurm_gpu_node``) call, so the file is byte-identical on the controller and on the nodes. Inputs
+that would give Slurm a wrong node raise ``SlurmConfigError`` naming the input.
 
 Sources, read at Slurm 26.11 (github.com/SchedMD/slurm, commit
 284c3b95f08a2dc2478499837b03355e1b9c5c75): doc/man/man5/gres.conf.5 (``Cores`` are *logical core*
@@ -340,3 +342,197 @@ def cgroup_conf(cgroup_v2):
         "CgroupPlugin=%s" % ("cgroup/v2" if cgroup_v2 else "cgroup/v1"),
         "ConstrainDevices=yes",
     ]) + "\n"
+
+
+def expected_gres(profile):
+    """The GRES counts a node of PROFILE registers (``{"gpu:h200": 8}``), from the profile alone.
+
+    The same counts as ``gres_plan`` gives from the node's own reading (``gres_conf_checked``
+    refuses a node where they differ): ``gpu:<type>`` per GPU, one ``gpu:<MIG profile>`` per
+    MIG device of the profile's layout, and ``mps`` = replicas x GPUs where the profile shares
+    with MPS. The controller writes every node line from these, so it needs no reading of the
+    nodes' GPUs.
+    """
+    if not isinstance(profile, dict):
+        raise SlurmConfigError("gpucloud_profile must be the node's hardware profile, got %r" % (profile,))
+    count = _whole(profile.get("gpu_count"), "gpucloud_profile.gpu_count", least=1)
+    if isinstance(profile.get("mig"), dict):
+        family = mig_layout.family_of(profile.get("gpu_model"))
+        if family is None:
+            raise SlurmConfigError("gpucloud_profile.gpu_model %r is not a MIG GPU this collection knows (%s)"
+                                   % (profile.get("gpu_model"), ", ".join(mig_layout.FAMILIES)))
+        try:
+            want = mig_layout.desired_layout(profile, family)
+        except mig_layout.MigLayoutError as exc:
+            raise SlurmConfigError("gpucloud_profile.mig: %s" % exc) from exc
+        counts = dict(("gpu:%s" % name, number * count) for name, number in want["devices"].items())
+    else:
+        counts = {"gpu:%s" % gres_type(profile): count}
+    sharing = profile.get("sharing") or {}
+    if not isinstance(sharing, dict):
+        raise SlurmConfigError("gpucloud_profile.sharing must be a mapping, got %r" % (sharing,))
+    if sharing.get("mode") == "mps":
+        counts["mps"] = _whole(sharing.get("replicas"), "gpucloud_profile.sharing.replicas", least=1) * count
+    return counts
+
+
+def gres_conf_checked(profile, topology, sharing_plan=None, node=None, autodetect="off"):
+    """``gres_conf``, refused when the node's GRES differ from what the profile promises the controller."""
+    plan = gres_plan(profile, topology, sharing_plan, node)
+    want = expected_gres(profile)
+    if plan["counts"] != want:
+        raise SlurmConfigError("this node's GPUs give GRES %s, profile %s promises the controller %s"
+                               % (_gres_text(plan["counts"]), profile.get("name", "?"), _gres_text(want)))
+    return gres_conf(profile, topology, sharing_plan, node, autodetect)
+
+
+def _gres_text(counts):
+    return ",".join("%s:%s" % (key, counts[key]) for key in sorted(counts)) or "none"
+
+
+CLUSTER_NAME_RE = re.compile(r"[a-z][a-z0-9_-]{0,39}")
+PARTITION_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
+TIME_RE = re.compile(r"INFINITE|UNLIMITED|[0-9]+(?:-[0-9]{1,2})?(?::[0-9]{1,2}){0,2}")
+PARTITION_KEYS = ("name", "nodes", "default", "max_time")
+# What the roles fix, not the inventory: munge, cons_tres with cgroup confinement, the health
+# program around every job. SchedulerParameters=nohold_on_prolog_fail: a job whose prolog failed
+# is requeued and may start elsewhere, instead of being requeued held (slurm.conf(5), Prolog).
+SLURM_CONF_KEYS = ("cluster_name", "controllers", "nodes", "partitions", "slurm_user", "state_save_location",
+                   "slurmd_spool_dir", "log_dir", "prolog", "epilog", "health_check_program",
+                   "health_check_interval")
+
+
+def _path(value, name):
+    if not isinstance(value, str) or not re.fullmatch(r"/[A-Za-z0-9._/+-]*", value):
+        raise SlurmConfigError("%s must be an absolute path without spaces, got %r" % (name, value))
+    return value
+
+
+def _partitions(partitions, names):
+    if not isinstance(partitions, list) or not partitions:
+        raise SlurmConfigError("slurm_partitions must list at least one partition {name, nodes, default, max_time}, "
+                               "got %r" % (partitions,))
+    lines, seen, defaults = [], set(), 0
+    for index, part in enumerate(partitions):
+        where = "slurm_partitions[%d]" % index
+        if not isinstance(part, dict):
+            raise SlurmConfigError("%s must be a mapping {name, nodes, default, max_time}, got %r" % (where, part))
+        unknown = sorted(str(key) for key in part if key not in PARTITION_KEYS)
+        if unknown:
+            raise SlurmConfigError("%s has unknown key(s) %s; allowed: %s" % (where, ", ".join(unknown),
+                                                                            ", ".join(PARTITION_KEYS)))
+        name = part.get("name")
+        if not isinstance(name, str) or not PARTITION_NAME_RE.fullmatch(name) or name.lower() == "default":
+            raise SlurmConfigError("%s.name must be a partition name (letters, digits, _ -), got %r" % (where, name))
+        if name in seen:
+            raise SlurmConfigError("%s.name %s is given twice" % (where, name))
+        seen.add(name)
+        members = part.get("nodes")
+        if members is None:
+            members = list(names)
+        if not isinstance(members, list) or not all(isinstance(item, str) for item in members):
+            raise SlurmConfigError("%s.nodes must list Slurm GPU node names, got %r" % (where, members))
+        strangers = sorted(set(members) - set(names))
+        if strangers:
+            raise SlurmConfigError("%s.nodes names %s, not in the slurm_gpu_nodes group (%s)"
+                                   % (where, ", ".join(strangers), ", ".join(names) or "empty"))
+        if not members:
+            raise SlurmConfigError("%s (%s) has no nodes" % (where, name))
+        default = part.get("default", False)
+        if not isinstance(default, bool):
+            raise SlurmConfigError("%s.default must be true or false, got %r" % (where, default))
+        defaults += default
+        max_time = part.get("max_time", "INFINITE")
+        if not isinstance(max_time, str) or not TIME_RE.fullmatch(max_time):
+            raise SlurmConfigError("%s.max_time must be a Slurm time (INFINITE, minutes, [days-]hours:minutes:seconds), "
+                                   "got %r" % (where, max_time))
+        ordered = [node for node in names if node in members]
+        lines.append("PartitionName=%s Nodes=%s Default=%s MaxTime=%s State=UP"
+                     % (name, ",".join(ordered), "YES" if default else "NO", max_time))
+    if defaults > 1:
+        raise SlurmConfigError("slurm_partitions: %d partitions say default: true, Slurm takes one" % defaults)
+    return lines
+
+
+def slurm_conf(settings):
+    """Text of slurm.conf for the whole cluster: the same bytes on the controller and every node.
+
+    SETTINGS: ``cluster_name``; ``controllers`` (host names, the first is the primary, others
+    backups); ``nodes``: one ``{name, facts, gres}`` per Slurm GPU node (``facts`` as in
+    ``node_shape``, ``gres`` the counts of ``expected_gres``), written in name order so the
+    inventory's order does not change the file; ``partitions`` (``slurm_partitions``: ``name``,
+    ``nodes`` (default: every node), ``default``, ``max_time``); ``slurm_user``, the paths
+    ``state_save_location``, ``slurmd_spool_dir``, ``log_dir``, ``prolog``, ``epilog``,
+    ``health_check_program`` and ``health_check_interval`` (seconds, 0: none).
+
+    A failing Prolog drains the node ("Prolog error", the health program's own reason when it set
+    one first) and requeues the job (slurm.conf(5), Prolog; the same at 22.05 and 23.11);
+    ``PrologFlags=Alloc`` runs it when the job is allocated, before its first step.
+    """
+    if not isinstance(settings, dict):
+        raise SlurmConfigError("the slurm.conf settings must be a mapping of %s, got %r"
+                               % (", ".join(SLURM_CONF_KEYS), settings))
+    missing = [key for key in SLURM_CONF_KEYS if key not in settings]
+    if missing:
+        raise SlurmConfigError("the slurm.conf settings lack %s" % ", ".join(missing))
+    cluster = settings["cluster_name"]
+    if not isinstance(cluster, str) or not CLUSTER_NAME_RE.fullmatch(cluster):
+        raise SlurmConfigError("slurm_cluster_name must be lower-case letters, digits, _ and - (at most 40, a letter "
+                               "first), got %r" % (cluster,))
+    controllers = settings["controllers"]
+    if not isinstance(controllers, list) or not controllers:
+        raise SlurmConfigError("the slurm_controllers group is empty: slurm.conf needs its SlurmctldHost")
+    for host in controllers:
+        if not isinstance(host, str) or not NODE_NAME_RE.fullmatch(host):
+            raise SlurmConfigError("controller name %r is not a host name Slurm accepts" % (host,))
+    nodes = settings["nodes"]
+    if not isinstance(nodes, list) or not nodes:
+        raise SlurmConfigError("the slurm_gpu_nodes group is empty: slurm.conf needs at least one node")
+    node_lines, names, gres_names = [], [], set()
+    for entry in sorted(nodes, key=lambda item: str((item or {}).get("name") if isinstance(item, dict) else item)):
+        if not isinstance(entry, dict):
+            raise SlurmConfigError("each node must be {name, facts, gres}, got %r" % (entry,))
+        name = entry.get("name")
+        if name in names:
+            raise SlurmConfigError("node %s is given twice" % name)
+        try:
+            node_lines.append(node_line(name, entry.get("facts"), entry.get("gres")))
+        except SlurmConfigError as exc:
+            raise SlurmConfigError("node %s: %s" % (name, exc)) from exc
+        names.append(name)
+        gres_names.update(key.split(":")[0] for key in (entry.get("gres") or {}))
+    user = settings["slurm_user"]
+    if not isinstance(user, str) or not re.fullmatch(r"[a-z_][a-z0-9_-]*", user):
+        raise SlurmConfigError("slurm_user must be a user name, got %r" % (user,))
+    interval = _whole(settings["health_check_interval"], "health_check_interval")
+    lines = [
+        "# Managed by gpucloud.fleet (slurm_controller and slurm_gpu_node): the same file on every host.",
+        "ClusterName=%s" % cluster,
+    ]
+    lines.extend("SlurmctldHost=%s" % host for host in controllers)
+    lines.extend([
+        "SlurmUser=%s" % user,
+        "AuthType=auth/munge",
+        "CredType=cred/munge",
+        "StateSaveLocation=%s" % _path(settings["state_save_location"], "state_save_location"),
+        "SlurmdSpoolDir=%s" % _path(settings["slurmd_spool_dir"], "slurmd_spool_dir"),
+        "SlurmctldLogFile=%s/slurmctld.log" % _path(settings["log_dir"], "log_dir"),
+        "SlurmdLogFile=%s/slurmd.log" % settings["log_dir"],
+        "SelectType=select/cons_tres",
+        "SelectTypeParameters=CR_Core_Memory",
+        "ProctrackType=proctrack/cgroup",
+        "TaskPlugin=task/cgroup,task/affinity",
+        "GresTypes=%s" % ",".join(sorted(gres_names | {"gpu"})),
+        "ReturnToService=1",
+        "PrologFlags=Alloc",
+        "SchedulerParameters=nohold_on_prolog_fail",
+        "Prolog=%s" % _path(settings["prolog"], "prolog"),
+        "Epilog=%s" % _path(settings["epilog"], "epilog"),
+    ])
+    if interval:
+        lines.extend(["HealthCheckProgram=%s" % _path(settings["health_check_program"], "health_check_program"),
+                      "HealthCheckInterval=%d" % interval,
+                      "HealthCheckNodeState=ANY"])
+    lines.extend(node_lines)
+    lines.extend(_partitions(settings["partitions"], names))
+    return "\n".join(lines) + "\n"
