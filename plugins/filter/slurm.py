@@ -22,13 +22,18 @@ def slurm_gres_plan(profile):
     return _call("slurm_gres_plan", slurm.expected_gres, profile)
 
 
-def slurm_gres_conf(profile, topology, sharing_plan=None, node=None, autodetect="off", cores=True):
+def slurm_gres_conf(profile, topology, sharing_plan=None, readings=None, autodetect="off", cores=True):
     if not cores and isinstance(topology, dict):
         topology = dict(topology, affinity={})
+    node = _call("slurm_gres_conf", slurm.node_readings, readings) if readings is not None else None
     return _call("slurm_gres_conf", slurm.gres_conf_checked, profile, topology, sharing_plan, node, autodetect)
 
 
-def slurm_conf(settings):
+def slurm_conf(settings, hostvars=None):
+    """SETTINGS as plugin_utils.slurm.slurm_conf takes them; with HOSTVARS, ``nodes`` lists host names
+    whose facts and profiles are read from it."""
+    if hostvars is not None and isinstance(settings, dict):
+        settings = dict(settings, nodes=_call("slurm_conf", slurm.cluster_nodes, settings.get("nodes"), hostvars))
     return _call("slurm_conf", slurm.slurm_conf, settings)
 
 

@@ -536,3 +536,59 @@ def slurm_conf(settings):
     lines.extend(node_lines)
     lines.extend(_partitions(settings["partitions"], names))
     return "\n".join(lines) + "\n"
+
+
+# ansible_facts keys (the setup module's hardware subset) behind node_shape's keys.
+FACT_KEYS = (("cpus", "processor_vcpus"), ("sockets", "processor_count"), ("cores", "processor_cores"),
+             ("threads", "processor_threads_per_core"), ("memory_mb", "memtotal_mb"))
+
+
+def facts_node(facts, host="this node"):
+    """node_shape's dict from a host's ``ansible_facts`` (hardware subset)."""
+    if not isinstance(facts, dict):
+        raise SlurmConfigError("%s has no facts: gather them (setup, hardware subset) first" % host)
+    missing = [fact for _key, fact in FACT_KEYS if fact not in facts]
+    if missing:
+        raise SlurmConfigError("the facts of %s lack %s: gather the hardware subset (setup gather_subset hardware)"
+                               % (host, ", ".join(missing)))
+    return dict((key, facts[fact]) for key, fact in FACT_KEYS)
+
+
+def node_readings(readings):
+    """gres_plan's NODE from what the role read on the node: ``facts`` (ansible_facts), ``smi_xml``
+    (``nvidia-smi -q -x``: each GPU's minor number), ``mig_lgi`` (``nvidia-smi mig -lgi``) and
+    ``mig_minors`` (``/proc/driver/nvidia-caps/mig-minors``) where the profile has MIG, and
+    ``numa_node_as_socket``. Absent readings stay absent (gres_plan says which it needs)."""
+    if not isinstance(readings, dict):
+        raise SlurmConfigError("the node readings must be a mapping {facts, smi_xml, mig_lgi, mig_minors}, got %r"
+                               % (readings,))
+    node = facts_node(readings.get("facts"))
+    node["numa_node_as_socket"] = bool(readings.get("numa_node_as_socket"))
+    try:
+        if readings.get("smi_xml"):
+            node["gpu_minors"] = [gpu["minor_number"] for gpu in mig_layout.parse_smi_xml(readings["smi_xml"])]
+        if readings.get("mig_lgi"):
+            node["mig_instances"] = mig_layout.parse_lgi(readings["mig_lgi"])
+    except mig_layout.MigLayoutError as exc:
+        raise SlurmConfigError("nvidia-smi output: %s" % exc) from exc
+    if readings.get("mig_minors"):
+        node["mig_minors"] = parse_mig_minors(readings["mig_minors"])
+    return node
+
+
+def cluster_nodes(names, hostvars):
+    """slurm_conf's ``nodes`` for the hosts NAMES (the slurm_gpu_nodes group): facts and promised GRES."""
+    if not isinstance(names, list):
+        raise SlurmConfigError("the slurm_gpu_nodes group must be a list of hosts, got %r" % (names,))
+    nodes = []
+    for name in names:
+        host = hostvars[name]
+        profile = host.get("gpucloud_profile")
+        if profile is None:
+            raise SlurmConfigError("%s has no gpucloud_profile: every Slurm GPU node belongs to a profile group" % name)
+        try:
+            gres = expected_gres(profile)
+        except SlurmConfigError as exc:
+            raise SlurmConfigError("%s: %s" % (name, exc)) from exc
+        nodes.append({"name": name, "facts": facts_node(host.get("ansible_facts"), name), "gres": gres})
+    return nodes

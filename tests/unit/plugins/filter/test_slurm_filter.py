@@ -24,6 +24,12 @@ MIG_PROFILE = {"name": "a100_mig", "gpu_model": "A100-SXM4-80GB", "gpu_count": 8
                "mig": {"strategy": "mixed", "layout": "all-balanced"}}
 
 
+def facts(node):
+    """The setup module's keys for a node_shape dict."""
+    return {"processor_vcpus": node["cpus"], "processor_count": node["sockets"], "processor_cores": node["cores"],
+            "processor_threads_per_core": node["threads"], "memtotal_mb": node["memory_mb"]}
+
+
 def example_profile(name):
     with open(os.path.join(ROOT, "inventories", "example", "group_vars", name + ".yml"), encoding="utf-8") as handle:
         return yaml.safe_load(handle)["gpucloud_profile"]
@@ -79,7 +85,7 @@ def test_a_profile_without_usable_gres_is_refused(profile, message):
 def test_gres_conf_of_the_captured_dgx_a100_through_the_filter():
     topo = topology.parse_topo_matrix(fixture_text("public", "topo", "dgx-a100-8gpu-8nic-roce-deepep13.txt"))
     profile = {"name": "dgx_a100", "gpu_model": "A100-SXM4-80GB", "gpu_count": 8, "mig": False}
-    assert FILTERS["slurm_gres_conf"](profile, topo, None, A100_NODE) == fixture_text("slurm", "dgx-a100-8gpu.gres.conf")
+    assert FILTERS["slurm_gres_conf"](profile, topo, None, {"facts": facts(A100_NODE)}) == fixture_text("slurm", "dgx-a100-8gpu.gres.conf")
 
 
 def test_gres_conf_without_cores_leaves_the_affinity_out():
@@ -88,8 +94,8 @@ def test_gres_conf_without_cores_leaves_the_affinity_out():
     # A lab container's 2 CPUs: with the capture's affinity (0-31,64-95) Cores would be refused.
     small = {"cpus": 2, "sockets": 1, "cores": 2, "threads": 1, "memory_mb": 24000}
     with pytest.raises(AnsibleFilterError, match="lies outside the node's CPUs 0-1"):
-        FILTERS["slurm_gres_conf"](profile, topo, None, small)
-    text = FILTERS["slurm_gres_conf"](profile, topo, None, small, "off", False)
+        FILTERS["slurm_gres_conf"](profile, topo, None, {"facts": facts(small)})
+    text = FILTERS["slurm_gres_conf"](profile, topo, None, {"facts": facts(small)}, "off", False)
     assert "Cores=" not in text
     assert text.splitlines()[2] == "Name=gpu Type=a100-sxm4-80gb File=/dev/nvidia0"
 
@@ -102,7 +108,7 @@ def test_gres_conf_refuses_a_node_whose_gres_differ_from_the_promise():
     # no mps GRES while the controller's node line says mps:16.
     with pytest.raises(AnsibleFilterError, match="give GRES gpu:a100-sxm4-80gb:8, profile dgx_a100 promises the "
                                                  "controller gpu:a100-sxm4-80gb:8,mps:16"):
-        FILTERS["slurm_gres_conf"](profile, topo, {"mode": "time-slicing"}, A100_NODE)
+        FILTERS["slurm_gres_conf"](profile, topo, {"mode": "time-slicing"}, {"facts": facts(A100_NODE)})
 
 
 def test_slurm_conf_is_the_hand_checked_file():
@@ -113,6 +119,32 @@ def test_slurm_conf_does_not_depend_on_the_inventory_order():
     reordered = settings()
     reordered["nodes"] = list(reversed(reordered["nodes"]))
     assert FILTERS["slurm_conf"](reordered) == FILTERS["slurm_conf"](settings())
+
+
+def test_slurm_conf_reads_the_nodes_from_hostvars():
+    hostvars = {
+        "gpu-h200-001": {"gpucloud_profile": example_profile("h200_sxm"), "ansible_facts": facts(H200_NODE)},
+        "gpu-h200-002": {"gpucloud_profile": example_profile("h200_sxm"), "ansible_facts": facts(H200_NODE)},
+        "gpu-mps-01": {"gpucloud_profile": MPS_PROFILE, "ansible_facts": facts(A100_NODE)},
+    }
+    by_name = settings(nodes=["gpu-mps-01", "gpu-h200-001", "gpu-h200-002"])
+    assert FILTERS["slurm_conf"](by_name, hostvars) == fixture_text("slurm", "cluster-h200x2-mps.slurm.conf")
+    del hostvars["gpu-mps-01"]["ansible_facts"]["memtotal_mb"]
+    with pytest.raises(AnsibleFilterError, match="the facts of gpu-mps-01 lack memtotal_mb: gather the hardware"):
+        FILTERS["slurm_conf"](by_name, hostvars)
+    del hostvars["gpu-mps-01"]["gpucloud_profile"]
+    with pytest.raises(AnsibleFilterError, match="gpu-mps-01 has no gpucloud_profile"):
+        FILTERS["slurm_conf"](by_name, hostvars)
+
+
+def test_gres_conf_follows_the_minor_numbers_nvidia_smi_reports():
+    topo = topology.parse_topo_matrix(fixture_text("public", "topo", "dgx-a100-8gpu-8nic-roce-deepep13.txt"))
+    profile = {"name": "dgx_a100", "gpu_model": "A100-SXM4-80GB", "gpu_count": 8, "mig": False}
+    xml = "<nvidia_smi_log>%s</nvidia_smi_log>" % "".join(
+        "<gpu id=\"0000:%02x:00.0\"><product_name>NVIDIA A100-SXM4-80GB</product_name><minor_number>%d</minor_number>"
+        "<uuid>GPU-%d</uuid></gpu>" % (index + 1, minor, index) for index, minor in enumerate([2, 3, 0, 1, 6, 7, 4, 5]))
+    text = FILTERS["slurm_gres_conf"](profile, topo, None, {"facts": facts(A100_NODE), "smi_xml": xml})
+    assert [line.split()[2] for line in text.splitlines()[2:]] == ["File=/dev/nvidia%d" % m for m in [2, 3, 0, 1, 6, 7, 4, 5]]
 
 
 def test_no_health_check_program_with_interval_zero():
