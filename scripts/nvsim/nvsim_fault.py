@@ -7,11 +7,14 @@
     nvsim-fault ecc-dbe [--gpu N]
     nvsim-fault nvlink-down [--gpu N] [--link L]
     nvsim-fault xid [--gpu N] CODE
+    nvsim-fault busy [--gpu N] [--pid P] [--name NAME]
     nvsim-fault clear
     nvsim-fault show
 
 State lives in /etc/nvsim/faults.json, which the simulated nvidia-smi reads. An Xid line
 is printed by the stand-in kernel module (/proc/driver/nvidia/gpucloud-xid), so it is a kernel message.
+A busy GPU is a compute process that nvidia-smi --query-compute-apps lists on it; no process runs
+(the simulated GPU runs nothing): the PID and name are what nvidia-smi reports.
 """
 
 import argparse
@@ -45,7 +48,7 @@ def xid_line(bus, code):
     return "NVRM: Xid (PCI:0000:%s:00): %d, pid='<unknown>', name=<unknown>, %s" % (bus, code, text)
 
 
-def apply(faults, command, gpu=0, link=0):
+def apply(faults, command, gpu=0, link=0, pid=4242, name="python3"):
     """The fault state after COMMAND (pure)."""
     faults = json.loads(json.dumps(faults or {}))
     if command == "clear":
@@ -55,6 +58,9 @@ def apply(faults, command, gpu=0, link=0):
     elif command == "nvlink-down":
         down = faults.setdefault("nvlink_down", {})
         down[str(gpu)] = sorted(set(down.get(str(gpu), [])) | {link})
+    elif command == "busy":
+        apps = [app for app in faults.setdefault("busy", {}).get(str(gpu), []) if app["pid"] != pid]
+        faults["busy"][str(gpu)] = apps + [{"pid": pid, "name": name}]
     return faults
 
 
@@ -67,10 +73,12 @@ def bus_of(profile, gpu):
 
 def build_parser():
     parser = argparse.ArgumentParser(prog="nvsim-fault", description="Simulated GPU faults for the nvsim lab driver.")
-    parser.add_argument("command", choices=["ecc-dbe", "nvlink-down", "xid", "clear", "show"])
+    parser.add_argument("command", choices=["ecc-dbe", "nvlink-down", "xid", "busy", "clear", "show"])
     parser.add_argument("code", nargs="?", type=int, help="Xid code (xid only)")
     parser.add_argument("--gpu", type=int, default=0)
     parser.add_argument("--link", type=int, default=0)
+    parser.add_argument("--pid", type=int, default=4242, help="busy: the compute process's PID")
+    parser.add_argument("--name", default="python3", help="busy: the compute process's name")
     return parser
 
 
@@ -101,7 +109,7 @@ def main(argv):
             switch.write(xid_line(bus, args.code) + "\n")
         faults.setdefault("xid", []).append({"gpu": args.gpu, "code": args.code})
     else:
-        faults = apply(faults, args.command, args.gpu, args.link)
+        faults = apply(faults, args.command, args.gpu, args.link, args.pid, args.name)
     nvsim_smi.write_json(nvsim_smi.FAULTS_FILE, faults)
     return 0
 

@@ -242,6 +242,7 @@ def gpus(state, data):
             "persistence": persistence_of(state, index),
             "ecc_dbe": index in ecc,
             "links_down": down.get(index, set()),
+            "apps": list((faults.get("busy") or {}).get(str(index), [])),
             "base": base,
         })
     return result
@@ -494,6 +495,31 @@ def render_query(state, data, fields, options, selected):
     return "".join(row + "\n" for row in rows), None
 
 
+# nvidia-smi --query-compute-apps fields: header, and the value (with unit, without) of a GPU's process.
+COMPUTE_APP_FIELDS = {
+    "gpu_uuid": ("gpu_uuid", lambda gpu, app: (gpu["uuid"], gpu["uuid"])),
+    "gpu_bus_id": ("gpu_bus_id", lambda gpu, app: (gpu["bus_id"], gpu["bus_id"])),
+    "pid": ("pid", lambda gpu, app: (str(app["pid"]), str(app["pid"]))),
+    "process_name": ("process_name", lambda gpu, app: (app["name"], app["name"])),
+    "used_memory": ("used_gpu_memory [MiB]", lambda gpu, app: ("1024 MiB", "1024")),
+}
+
+
+def render_compute_apps(fields, options, selected):
+    """``--query-compute-apps``: one row per process the busy fault put on a selected GPU."""
+    unknown = [field for field in fields if field not in COMPUTE_APP_FIELDS]
+    if unknown:
+        return None, 'Field "%s" is not a valid field to query.\n' % unknown[0]
+    rows = []
+    for gpu in selected:
+        for app in gpu["apps"]:
+            values = [COMPUTE_APP_FIELDS[field][1](gpu, app) for field in fields]
+            rows.append(", ".join(value[1] if "nounits" in options else value[0] for value in values))
+    if "noheader" not in options:
+        rows.insert(0, ", ".join(COMPUTE_APP_FIELDS[field][0] for field in fields))
+    return "".join(row + "\n" for row in rows), None
+
+
 def _link_count(profile, first, second):
     return profile["nvlinks"] - max(len(first["links_down"]), len(second["links_down"]))
 
@@ -579,8 +605,18 @@ def answer(argv, state, data):
         return result(EXIT_OK, render_topo(state, data))
     if args in (["nvlink", "-s"], ["nvlink", "--status"]):
         return result(EXIT_OK, render_nvlink_status(state, data, selected))
-    query = [arg for arg in args if arg.startswith("--query-gpu=")]
     formats = [arg for arg in args if arg.startswith("--format=")]
+    apps = [arg for arg in args if arg.startswith("--query-compute-apps=")]
+    if len(apps) == 1 and len(formats) == 1 and len(args) == 2:
+        options = formats[0].split("=", 1)[1].split(",")
+        if "csv" not in options:
+            return result(EXIT_INVALID_ARGUMENT, INVALID_ARGUMENTS)
+        text, error = render_compute_apps([f.strip() for f in apps[0].split("=", 1)[1].split(",") if f.strip()],
+                                          options, selected)
+        if error:
+            return result(EXIT_INVALID_ARGUMENT, error)
+        return result(EXIT_OK, text)
+    query = [arg for arg in args if arg.startswith("--query-gpu=")]
     if len(query) == 1 and len(formats) == 1 and len(args) == 2:
         options = formats[0].split("=", 1)[1].split(",")
         if "csv" not in options:
