@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from ansible_collections.gpucloud.fleet.plugins.plugin_utils.dcgm_diag import judge, level_number, parse
+from ansible_collections.gpucloud.fleet.plugins.module_utils.dcgm_diag import judge, level_number, parse
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "dcgm_diag")
 

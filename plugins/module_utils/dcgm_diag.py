@@ -25,9 +25,8 @@ test did not run at all; a run that could not start is ``{"DCGM Diagnostic":
 Diagnostic"``, ``gpu_id`` per result): no real capture of it was found to test against,
 so it is refused by name rather than guessed at.
 
-It lives in plugin_utils until a module runs ``dcgmi`` on the node: module_utils holds only
-code that reaches a node (tests/unit/plugins/test_plugin_layout.py), and no module imports
-this yet. Nothing here needs Ansible, so it can move there unchanged.
+It runs on the node, imported by the gpu_diagnostics module (module_utils/gpu_diagnostics.py
+runs ``dcgmi`` and hands its output here).
 """
 
 
@@ -37,13 +36,24 @@ import json
 # here. "Not Run" is an entity or test that did not run: listed as skipped.
 STATUS_WORDS = {"Pass": "pass", "Fail": "fail", "Warn": "warn", "Skip": "skip", "Not Run": "skip"}
 
-# The collection's level names (issue 30: quick before a job, medium for a periodic sweep,
-# long before a node returns from repair) and the suite numbers ``dcgmi diag -r`` takes.
-# NVIDIA's dcgmi-diag reference (docs.nvidia.com/datacenter/dcgm/latest/reference/
-# command-line-reference/dcgmi/dcgmi-diag.html): "The names quick and short, medium, long,
-# and xlong are aliases for levels 1 through 4"; dcgmi has no "extended", which is level 4, so a caller
-# passes the number.
-LEVELS = {"quick": 1, "medium": 2, "long": 3, "extended": 4}
+# The collection's level names and the suite numbers ``dcgmi diag -r`` takes: the one mapping
+# (NVIDIA's dcgmi-diag reference, docs.nvidia.com/datacenter/dcgm/latest/reference/
+# command-line-reference/dcgmi/dcgmi-diag.html: "The names quick and short, medium, long, and
+# xlong are aliases for levels 1 through 4"; dcgmi has no "extended", so a caller passes the number).
+LEVELS = {
+    # r1, seconds, deployment checks only (driver, libraries, permissions, persistence, NVML
+    # answers): before a job, where a node must not be held up.
+    "quick": 1,
+    # r2, minutes, adds the PCIe, memory and short stress tests: a periodic sweep of idle
+    # nodes, often enough to find a GPU going bad and short enough to run on many nodes.
+    "medium": 2,
+    # r3, tens of minutes, adds the targeted stress/power, memory bandwidth and diagnostic
+    # plugins: before a node returns from repair, where the node is out of service anyway.
+    "long": 3,
+    # r4, hours, adds the extended memory and pulse tests: an RMA decision or a
+    # node that keeps failing, where the time is cheaper than a wrong verdict.
+    "extended": 4,
+}
 DCGMI_ALIASES = {"short": 1, "xlong": 4}
 
 _V4_KEY = "DCGM Diagnostic"
