@@ -229,6 +229,8 @@ def observe(run, node, smoke_gpus=0, partition=None, mpi_list=False, nccl=None, 
     result = {"node_name": node, "registered": False, "node": None, "error": None, "partitions": [],
               "slurmd": None, "smoke": {"asked": smoke_gpus, "ran": False}, "mpi": None,
               "nccl": {"asked": bool(nccl), "ran": False}}
+    if nccl:
+        result["nccl"].update(nodes=int(nccl["nodes"]), gpus_per_node=int(nccl["gpus_per_node"]))
     rc, out, err = run(["systemctl", "is-active", "slurmd"])
     result["slurmd"] = _text(out).strip() or _text(err).strip() or "unknown"
     rc, out, err = run(["scontrol", "show", "node", "-o", node])

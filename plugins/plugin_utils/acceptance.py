@@ -33,13 +33,15 @@ from ansible_collections.gpucloud.fleet.plugins.module_utils import mig_layout
 from ansible_collections.gpucloud.fleet.plugins.module_utils import xid as xid_table
 from ansible_collections.gpucloud.fleet.plugins.module_utils.node_observation import version_matches
 from ansible_collections.gpucloud.fleet.plugins.plugin_utils import pcie_acs
+from ansible_collections.gpucloud.fleet.plugins.plugin_utils import slurm_acceptance
 
 PASS, FAIL, NA, SKIPPED, PENDING = "pass", "fail", "n/a", "skipped", "pending"
 STATUSES = (PASS, FAIL, NA, SKIPPED, PENDING)
 
 REBOOT_SKIP = "reboot required: GPU checks skipped"
 
-# Every check this module can produce, in report order.
+# Every check this module can produce, in report order; a Slurm node's observation (key slurm)
+# adds slurm_acceptance.CHECKS after them.
 CHECKS = (
     "reboot",
     "gpu.count",
@@ -676,7 +678,8 @@ def evaluate(host, profile, lock=None, observed=None):
     bound, servers, check_open, name, lsblk, lsblk_error, mount_point, mounted_from}: see
     :func:`_storage_check`), ``firewall`` ({active, detail}), ``burn_in`` ({bf16_gemm_tflops,
     d2d_copy_GBps_rw} or {error}), ``mig_instances`` ({text} of ``nvidia-smi mig -lgi``, or
-    {error}; read where the profile has MIG: the layout is judged by mig_layout.compare).
+    {error}; read where the profile has MIG: the layout is judged by mig_layout.compare), ``slurm``
+    (what gpucloud.fleet.slurm_node_info returned, on Slurm nodes only: slurm_acceptance.checks).
     """
     if not isinstance(profile, dict) or "gpu_count" not in profile:
         raise AcceptanceError("host %s: the hardware profile must be a dict with at least gpu_count, got %r"
@@ -704,6 +707,11 @@ def evaluate(host, profile, lock=None, observed=None):
     checks.append(_storage_check(host, profile, observed.get("tang")))
     checks.append(_firewall_check(host, profile, observed.get("firewall")))
     checks.extend(_burn_in_checks(host, profile, observed.get("burn_in")))
+    if observed.get("slurm") is not None:
+        try:
+            checks.extend(slurm_acceptance.checks(host, profile, observed["slurm"]))
+        except slurm_acceptance.SlurmAcceptanceError as exc:
+            raise AcceptanceError(str(exc)) from exc
     return checks
 
 
