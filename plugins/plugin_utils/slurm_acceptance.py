@@ -9,8 +9,8 @@ plugin_utils/acceptance.py (``acceptance.evaluate`` appends them when the observ
 ``slurm`` key, which node_acceptance gives only hosts in ``slurm_gpu_nodes``):
 
 - ``slurm.slurmd``: ``systemctl is-active slurmd`` is ``active``;
-- ``slurm.gres``: the node is registered with the GPU GRES its profile gives (``expected_gres``:
-  slurm.py's gres plan, so MIG and MPS change the count);
+- ``slurm.gres``: the node is registered with the GPU GRES its profile gives (slurm.py's
+  ``expected_gres``, from which slurm_gpu_node writes gres.conf: MIG and MPS change the count);
 - ``slurm.state``: not down, failed, drained or not responding; a drained node fails and names
   its reason (and who set it, when), a node in such a state without a reason says so;
 - ``slurm.smoke``: the ``srun --gres=gpu:N`` job saw exactly N GPUs in CUDA_VISIBLE_DEVICES and
@@ -19,7 +19,6 @@ plugin_utils/acceptance.py (``acceptance.evaluate`` appends them when the observ
   when asked; "not available" where the build lists no pmix.
 """
 
-from ansible_collections.gpucloud.fleet.plugins.module_utils import mig_layout
 from ansible_collections.gpucloud.fleet.plugins.module_utils.nccl_tests import evaluate_nccl_result
 from ansible_collections.gpucloud.fleet.plugins.plugin_utils import slurm as slurm_conf
 
@@ -46,32 +45,13 @@ def _format(counts):
 
 
 def expected_gres(profile):
-    """The GPU GRES counts of a node of PROFILE, as ``slurm.gres_plan`` writes them (``{"gpu:h200": 8}``).
-
-    Whole GPUs and MPS: ``gres_plan`` itself, on a topology of ``gpu_count`` GPUs (the counts do
-    not depend on the CPU affinity). MIG: one GRES per MIG device of the profile's layout on every
-    GPU, which is what ``gres_plan`` writes once the layout is applied (it needs the node's MIG
-    device files for the lines themselves).
-    """
-    if not isinstance(profile, dict):
-        raise SlurmAcceptanceError("gpucloud_profile must be the node's hardware profile, got %r" % (profile,))
+    """The GPU GRES a node of PROFILE registers: ``slurm.expected_gres``, the counts the controller's
+    node line and the node's checked gres.conf are written from (MIG and MPS change them)."""
     try:
-        count = profile.get("gpu_count")
-        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-            raise slurm_conf.SlurmConfigError("gpucloud_profile.gpu_count must be a whole number of GPUs, got %r"
-                                              % (count,))
-        if isinstance(profile.get("mig"), dict):
-            family = mig_layout.family_of(profile.get("gpu_model"))
-            if family is None:
-                raise slurm_conf.SlurmConfigError("gpucloud_profile.gpu_model %r is not a MIG GPU this collection knows"
-                                                  % (profile.get("gpu_model"),))
-            devices = mig_layout.desired_layout(profile, family)["devices"]
-            return dict(("gpu:%s" % kind, number * count) for kind, number in devices.items())
-        sharing = {"mode": (profile.get("sharing") or {}).get("mode", "none"), "mig_wanted": False}
-        topology = {"gpus": ["GPU%d" % index for index in range(count)]}
-        return slurm_conf.gres_plan(profile, topology, sharing)["counts"]
-    except (slurm_conf.SlurmConfigError, mig_layout.MigLayoutError) as exc:
-        raise SlurmAcceptanceError("profile %s: %s" % (profile.get("name", "?"), exc)) from exc
+        return slurm_conf.expected_gres(profile)
+    except slurm_conf.SlurmConfigError as exc:
+        name = profile.get("name", "?") if isinstance(profile, dict) else "?"
+        raise SlurmAcceptanceError("profile %s: %s" % (name, exc)) from exc
 
 
 def _slurmd_check(host, slurm):

@@ -220,7 +220,7 @@ def test_unknown_mig_model_is_refused():
 
 
 @pytest.mark.parametrize("profile", [None, {"name": "x", "gpu_model": "H200", "gpu_count": 0},
-                                     {"name": "x", "gpu_model": "H200", "gpu_count": "8"}])
+                                     {"name": "x", "gpu_model": "H200", "gpu_count": "eight"}])
 def test_bad_profiles_are_refused(profile):
     with pytest.raises(slurm_acceptance.SlurmAcceptanceError):
         slurm_acceptance.expected_gres(profile)
