@@ -395,8 +395,11 @@ PARTITION_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 TIME_RE = re.compile(r"INFINITE|UNLIMITED|[0-9]+(?:-[0-9]{1,2})?(?::[0-9]{1,2}){0,2}")
 PARTITION_KEYS = ("name", "nodes", "default", "max_time")
 # What the roles fix, not the inventory: munge, cons_tres with cgroup confinement, the health
-# program around every job. SchedulerParameters=nohold_on_prolog_fail: a job whose prolog failed
-# is requeued and may start elsewhere, instead of being requeued held (slurm.conf(5), Prolog).
+# program around every job. A batch job whose prolog failed is requeued held (slurm.conf(5),
+# Prolog; "launch_failed_requeued_held"): `scontrol release` lets it start on another node.
+# SchedulerParameters=nohold_on_prolog_fail would requeue it unheld, but Ubuntu 24.04's slurmctld
+# 23.11.4 without accounting storage then leaves every job pending as InvalidAccount (measured in a
+# lab container 2026-12-03), so it is not set.
 SLURM_CONF_KEYS = ("cluster_name", "controllers", "nodes", "partitions", "slurm_user", "state_save_location",
                    "slurmd_spool_dir", "log_dir", "prolog", "epilog", "health_check_program",
                    "health_check_interval")
@@ -465,9 +468,9 @@ def slurm_conf(settings):
     ``state_save_location``, ``slurmd_spool_dir``, ``log_dir``, ``prolog``, ``epilog``,
     ``health_check_program`` and ``health_check_interval`` (seconds, 0: none).
 
-    A failing Prolog drains the node ("Prolog error", the health program's own reason when it set
-    one first) and requeues the job (slurm.conf(5), Prolog; the same at 22.05 and 23.11);
-    ``PrologFlags=Alloc`` runs it when the job is allocated, before its first step.
+    A failing Prolog drains the node ("Prolog error", or the reason the health program set first,
+    which slurmctld keeps) and requeues a batch job, held (slurm.conf(5), Prolog; the same at 22.05
+    and 23.11); ``PrologFlags=Alloc`` runs it when the job is allocated, before its first step.
     """
     if not isinstance(settings, dict):
         raise SlurmConfigError("the slurm.conf settings must be a mapping of %s, got %r"
@@ -525,7 +528,6 @@ def slurm_conf(settings):
         "GresTypes=%s" % ",".join(sorted(gres_names | {"gpu"})),
         "ReturnToService=1",
         "PrologFlags=Alloc",
-        "SchedulerParameters=nohold_on_prolog_fail",
         "Prolog=%s" % _path(settings["prolog"], "prolog"),
         "Epilog=%s" % _path(settings["epilog"], "epilog"),
     ])
