@@ -57,10 +57,31 @@ def test_xids_since_boot_then_only_new_ones():
     assert health.new_xids(later, 1201) == (["Xid 48 on PCI:0000:2a:00"], 1300)
 
 
-def test_leftover_gpu_processes_are_named_and_own_processes_are_not():
-    holders = {4242: ("python3", ["/dev/nvidia0", "/dev/nvidiactl", "/dev/null"]),
-               17: ("bash", ["/dev/pts/0"]), 99: ("slurm-gpu-health", ["/dev/nvidia1"])}
-    assert health.leftover_processes(holders, (99,)) == ["pid 4242 (python3) still holds /dev/nvidia0"]
+V1_JOB = "5:devices:/slurm/uid_1000/job_%s/step_0/task_0\n1:cpu:/\n"
+V2_JOB = "0::/system.slice/slurmstepd.scope/job_%s/step_batch/user/task_0\n"
+
+
+def test_leftover_gpu_processes_of_the_job_are_named_and_others_are_not():
+    holders = {
+        4242: ("python3", ["/dev/nvidia0", "/dev/nvidiactl", "/dev/null"], 1000, V1_JOB % 77),
+        4243: ("torchrun", ["/dev/nvidia1"], 1000, V2_JOB % 77),
+        # escaped the job's cgroup, still the job's user
+        4300: ("python3", ["/dev/nvidia2"], 1000, "0::/user.slice/user-1000.slice/session-4.scope\n"),
+        # another job of the same user, still running
+        5000: ("python3", ["/dev/nvidia3"], 1000, V2_JOB % 78),
+        # the drivers' daemons: system users, no job
+        800: ("nvidia-persiste", ["/dev/nvidia0", "/dev/nvidiactl"], 118, "0::/system.slice/nvidia-persistenced.service\n"),
+        801: ("nvidia-cuda-mps", ["/dev/nvidia0"], 0, "0::/system.slice/nvidia-mps.service\n"),
+        17: ("bash", ["/dev/pts/0"], 1000, V2_JOB % 77),
+        99: ("slurm-gpu-health", ["/dev/nvidia1"], 0, V2_JOB % 77),
+    }
+    assert health.leftover_processes(holders, "77", 1000, (99,)) == [
+        "pid 4242 (python3) still holds /dev/nvidia0",
+        "pid 4243 (torchrun) still holds /dev/nvidia1",
+        "pid 4300 (python3) still holds /dev/nvidia2",
+    ]
+    # A root job: only its own cgroup tells.
+    assert health.leftover_processes(holders, "78", 0) == ["pid 5000 (python3) still holds /dev/nvidia3"]
 
 
 def test_the_drain_reason_is_one_quoted_safe_line():
@@ -103,8 +124,10 @@ def test_a_healthy_prolog_changes_nothing(monkeypatch, tmp_path):
 
 
 def test_the_epilog_reads_no_nvidia_smi_and_finds_leftovers_and_xids(monkeypatch, tmp_path):
+    monkeypatch.setenv("SLURM_JOB_ID", "77")
+    monkeypatch.setenv("SLURM_JOB_UID", "1000")
     code, calls = run_main(monkeypatch, tmp_path, "epilog", (9, "", "no driver"),
-                           holders={4242: ("python3", ["/dev/nvidia1"])}, kmsg=[XID])
+                           holders={4242: ("python3", ["/dev/nvidia1"], 1000, V2_JOB % 77)}, kmsg=[XID])
     assert code == 1
     assert calls == [["scontrol", "update", "NodeName=slurm-gpu1", "State=DRAIN",
                       "Reason=gpucloud epilog: new Xid 79 on PCI:0000:18:00; pid 4242 (python3) still holds /dev/nvidia1"]]
