@@ -413,7 +413,8 @@ def test_nvidia_smi_drops_the_fields_the_simulation_refuses_once():
     assert set(by_gpu(families, "DCGM_FI_DEV_POWER_USAGE").values()) == {77.64}
     assert "DCGM_FI_DEV_MEMORY_TEMP" not in families and "DCGM_FI_DEV_FB_FREE" not in families
     # The simulation does not know --query-compute-apps: the processes are unknown, not 0.
-    assert "gpucloud_gpu_compute_processes" not in families
+    # nvsim answers --query-compute-apps (since af2e7e8): no process on any GPU.
+    assert set(by_gpu(families, "gpucloud_gpu_compute_processes").values()) == {0}
     assert families["gpucloud_gpu_collector_up"]["samples"][0][0] == {"source": "nvidia-smi"}
 
 

@@ -177,6 +177,9 @@ CASES = [
     # Issue 28 item 13: numbers end where the string ends.
     ("interval-newline", {"gpu_monitoring_collector_interval": "15\n"}, NUMBERS, ["gpu_monitoring_collector_interval"]),
     ("gpus-newline", {"gpu_monitoring_gpus_expected": "8\n"}, NUMBERS, ["gpu_monitoring_gpus_expected"]),
+    ("sweep-interval-30", {"gpu_monitoring_health_sweep_interval": 30}, NUMBERS,
+     ["gpu_monitoring_health_sweep_interval", "at least 60"]),
+    ("sweep-interval-60-ok", dict(LAB, gpu_monitoring_health_sweep=True, gpu_monitoring_health_sweep_interval=60), None, []),
 ]
 
 
@@ -199,3 +202,33 @@ def test_validate_refuses_by_name(outcomes, case_id, variables, task, words):
 
 def test_auto_chooses_the_collector_without_a_dcgm_lock(outcomes):
     assert outcomes["lab-replay-ok"]["source"] == "collector"
+
+
+def test_health_sweep_unit_and_timer():
+    unit = unit_settings(render("gpucloud-health-sweep.service.j2", gpu_monitoring_collector_source="replay",
+                                gpu_monitoring_gpus_expected="8"))
+    assert unit["Type"] == ["oneshot"] and unit["User"] == ["gpucloud-gpu-collector"]
+    assert unit["ExecStart"] == [
+        "/usr/local/lib/gpucloud-gpu-collector/venv/bin/python3 -I -B /usr/local/bin/gpucloud-gpu-collector "
+        "--lib-dir /usr/local/lib/gpucloud-gpu-collector --health-sweep "
+        "--textfile /var/lib/prometheus/node-exporter/gpucloud-health.prom "
+        "--sweep-state /var/lib/gpucloud-gpu-collector/state/health-sweep.json "
+        "--xid-state /var/lib/gpucloud-gpu-collector/state/xid-state.json --expected-gpus 8 "
+        "--source replay --replay-file /etc/gpucloud-gpu-collector/replay.csv"]
+    # The collector's state directory: the sweep reads the Xid counts the collector keeps there.
+    collector = unit_settings(render("gpucloud-gpu-collector.service.j2"))
+    assert unit["StateDirectory"] == collector["StateDirectory"]
+    assert unit["CapabilityBoundingSet"] == [""] and unit["ReadWritePaths"] == ["/var/lib/prometheus/node-exporter"]
+    timer = unit_settings(render("gpucloud-health-sweep.timer.j2", gpu_monitoring_health_sweep_interval=600))
+    assert timer["OnUnitActiveSec"] == ["600s"] and timer["OnBootSec"] == ["600s"]
+    assert timer["Unit"] == ["gpucloud-health-sweep.service"] and timer["WantedBy"] == ["timers.target"]
+
+
+def test_health_sweep_is_off_by_default_and_documented():
+    with open(os.path.join(ROLE, "defaults", "main.yml"), encoding="utf-8") as handle:
+        defaults = yaml.safe_load(handle)
+    assert defaults["gpu_monitoring_health_sweep"] is False and defaults["gpu_monitoring_health_sweep_interval"] == 900
+    with open(os.path.join(ROLE, "meta", "argument_specs.yml"), encoding="utf-8") as handle:
+        options = yaml.safe_load(handle)["argument_specs"]["main"]["options"]
+    assert options["gpu_monitoring_health_sweep"]["default"] is False
+    assert options["gpu_monitoring_health_sweep_interval"]["default"] == 900
