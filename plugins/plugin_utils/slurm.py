@@ -422,8 +422,8 @@ def _partitions(partitions, names):
             raise SlurmConfigError("%s must be a mapping {name, nodes, default, max_time}, got %r" % (where, part))
         unknown = sorted(str(key) for key in part if key not in PARTITION_KEYS)
         if unknown:
-            raise SlurmConfigError("%s has unknown key(s) %s; allowed: %s" % (where, ", ".join(unknown),
-                                                                            ", ".join(PARTITION_KEYS)))
+            raise SlurmConfigError("%s has unknown key(s) %s; allowed: %s"
+                                   % (where, ", ".join(unknown), ", ".join(PARTITION_KEYS)))
         name = part.get("name")
         if not isinstance(name, str) or not PARTITION_NAME_RE.fullmatch(name) or name.lower() == "default":
             raise SlurmConfigError("%s.name must be a partition name (letters, digits, _ -), got %r" % (where, name))
