@@ -9,11 +9,14 @@ gpucloud.fleet.slurm_node_info reports scontrol missing and the checks fail sayi
 not, the node's checks are exactly node_acceptance's own.
 """
 
+import os
 import sys
 
 import pytest
+import yaml
 
 from ansible_collections.gpucloud.fleet.plugins.plugin_utils import acceptance, slurm_acceptance
+from ansible_collections.gpucloud.fleet.tests.unit.plugins.modules.conftest import ROOT
 from ansible_collections.gpucloud.fleet.tests.unit.roles.playbook_cases import ansible_env, case_play, run_cases
 from ansible_collections.gpucloud.fleet.tests.unit.roles.test_node_acceptance import CAPTURES, CHECKS, H200
 
@@ -50,7 +53,8 @@ def outcomes(tmp_path_factory):
         play["hosts"] = host
         plays.append(play)
     for case_id, (host, variables, _task, _words) in REFUSALS.items():
-        play = case_play(case_id, "node_acceptance", variables, ("main",))
+        play = case_play(case_id, "node_acceptance", dict(variables, node_acceptance_report_dir=str(work / "reports")),
+                         ("main",))
         play["hosts"] = host
         plays.append(play)
     (work / "hosts.ini").write_text(INVENTORY)
@@ -94,3 +98,21 @@ def test_bad_slurm_settings_are_refused_by_name(outcomes, case_id):
         assert outcome["task"] == task, outcome
     for word in words:
         assert word in outcome["msg"], outcome
+
+
+def _tasks(items):
+    for item in items or []:
+        yield item
+        for key in ("block", "rescue", "always", "tasks"):
+            yield from _tasks(item.get(key))
+
+
+def test_site_yml_verifies_batches_without_the_slurm_checks():
+    # site.yml's verify stage runs inside every batch, before the slurm plays join the nodes: there
+    # the Slurm checks would fail every new node and keep it out of Slurm (playbooks/verify.yml judges them).
+    with open(os.path.join(ROOT, "playbooks", "site.yml"), encoding="utf-8") as handle:
+        plays = yaml.safe_load(handle)
+    includes = [task for play in plays for task in _tasks(play.get("tasks"))
+                if (task.get("ansible.builtin.include_role") or {}).get("name") == "gpucloud.fleet.node_acceptance"]
+    assert includes, "site.yml no longer includes node_acceptance"
+    assert all((task.get("vars") or {}).get("node_acceptance_slurm") is False for task in includes), includes
