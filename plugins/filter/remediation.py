@@ -2,8 +2,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-# Documentation: remediation_plan.yml, remediation_alert.yml and remediation_fleet_view.yml beside this
-# file. Logic: plugin_utils/remediation.py.
+# Documentation: remediation_plan.yml, remediation_alert.yml, remediation_fleet_view.yml and
+# remediation_gpu_in_use.yml beside this file. Logic: plugin_utils/remediation.py.
 
 
 import json
@@ -46,7 +46,14 @@ def remediation_plan(alert, node, history=None, fleet=None, settings=None):
         raise AnsibleFilterError("remediation_plan: %s" % exc) from exc
 
 
+def remediation_gpu_in_use(gpu, gpus_csv, apps_csv, readable=True):
+    try:
+        return remediation.gpu_in_use(plain(gpu), str(gpus_csv or ""), str(apps_csv or ""), bool(readable))
+    except remediation.RemediationError as exc:
+        raise AnsibleFilterError("remediation_gpu_in_use: %s" % exc) from exc
+
+
 class FilterModule(object):
     def filters(self):
         return {"remediation_alert": remediation_alert, "remediation_fleet_view": remediation_fleet_view,
-                "remediation_plan": remediation_plan}
+                "remediation_plan": remediation_plan, "remediation_gpu_in_use": remediation_gpu_in_use}

@@ -459,3 +459,40 @@ def plan(alert, node, history=None, fleet=None, settings=None):
         _step("return", "verified: %s takes work again" % node["name"], scheduler=node["scheduler"]),
     ]
     return _result("remediate", "%s on %s: %s" % (found["meaning"], where, why), alert, node, found, steps, repair=kind)
+
+
+def _bus(value):
+    """A PCI address in one spelling: 8-digit domain, lower case (nvidia-smi writes 00000000:1B:00.0)."""
+    text = value.strip().lower()
+    match = re.fullmatch(r"(?:([0-9a-f]{1,8}):)?([0-9a-f]{2}):([0-9a-f]{2})\.([0-9a-f])", text)
+    if not match:
+        return text
+    return "%08x:%s:%s.%s" % (int(match.group(1) or "0", 16), match.group(2), match.group(3), match.group(4))
+
+
+def gpu_in_use(gpu, gpus_csv, apps_csv, readable=True):
+    """Whether a compute process holds GPU (an index, UUID or PCI address).
+
+    GPUS_CSV: ``nvidia-smi --query-gpu=index,uuid,pci.bus_id --format=csv,noheader``;
+    APPS_CSV: ``nvidia-smi --query-compute-apps=gpu_uuid,gpu_bus_id,pid --format=csv,noheader``.
+    Unreadable output, or a GPU the node does not list, counts as held: a reset is then not offered.
+    """
+    if not readable:
+        return True
+    gpu = _gpu(gpu, "gpu")
+    if gpu is None:
+        return False
+    ids = None
+    for line in (gpus_csv or "").splitlines():
+        fields = [field.strip() for field in line.split(",")]
+        if len(fields) != 3:
+            continue
+        if gpu in (fields[0], fields[1]) or _bus(gpu) == _bus(fields[2]):
+            ids = (fields[1], _bus(fields[2]))
+    if ids is None:
+        return True
+    for line in (apps_csv or "").splitlines():
+        fields = [field.strip() for field in line.split(",")]
+        if len(fields) >= 2 and (fields[0] == ids[0] or _bus(fields[1]) == ids[1]):
+            return True
+    return False

@@ -35,4 +35,4 @@ def test_fleet_view_filter():
 
 def test_filters_are_registered():
     assert set(filters.FilterModule().filters()) == {"remediation_alert", "remediation_fleet_view",
-                                                     "remediation_plan"}
+                                                     "remediation_plan", "remediation_gpu_in_use"}

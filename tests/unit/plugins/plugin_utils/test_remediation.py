@@ -268,3 +268,22 @@ def test_fleet_view_feeds_the_fleet_wide_refusal():
     group = [alert(node=name) for name in ("gpu1", "gpu2", "gpu3")]
     view = rm.fleet_view("gpu1", ["gpu1", "gpu2", "gpu3"], {}, group, NOW)
     assert plan(alert(), fleet=view)["decision"] == "refuse"
+
+
+# ---- whether a process holds the GPU ------------------------------------------------
+
+GPUS = ("0, GPU-11111111-2222-3333-4444-555555555555, 00000000:1B:00.0\n"
+        "1, GPU-66666666-7777-8888-9999-000000000000, 00000000:43:00.0\n")
+
+
+@pytest.mark.parametrize("gpu, apps, readable, held", [
+    ("0", "GPU-11111111-2222-3333-4444-555555555555, 00000000:1B:00.0, 4242\n", True, True),
+    ("1", "GPU-11111111-2222-3333-4444-555555555555, 00000000:1B:00.0, 4242\n", True, False),
+    ("0000:1b:00.0", "GPU-x, 00000000:1B:00.0, 7\n", True, True),
+    ("GPU-66666666-7777-8888-9999-000000000000", "", True, False),
+    ("7", "", True, True),       # a GPU the node does not list
+    ("0", "", False, True),      # nvidia-smi did not answer
+    (None, "", True, False),
+])
+def test_gpu_in_use(gpu, apps, readable, held):
+    assert rm.gpu_in_use(gpu, GPUS, apps, readable) is held
