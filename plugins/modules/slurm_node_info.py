@@ -17,7 +17,7 @@ description:
     C(CUDA_VISIBLE_DEVICES) and, for every C(/dev/nvidia<N>), whether the job may open it (the job's
     device cgroup answers C(Operation not permitted) for a GPU it was not given).
   - With O(nccl) it runs nccl-tests through C(srun --mpi=pmix) across several nodes, where
-    C(srun --mpi=list) lists pmix; otherwise RV(nccl.skipped) says it is not available.
+    C(srun --mpi=list) lists pmix; otherwise RV(nccl) says it is not available.
   - It never fails on what it sees (an C(_info) module reports); the C(gpucloud.fleet.node_acceptance)
     role judges what it returns (C(plugins/plugin_utils/slurm_acceptance.py)).
   - In check mode only the reads run; the jobs are reported as skipped.
@@ -46,7 +46,7 @@ options:
   nccl:
     description:
       - Run nccl-tests across O(nccl.nodes) nodes through C(srun --mpi=pmix), one task per GPU.
-      - Parsed with the collection's nccl-tests parser into RV(nccl.result).
+      - Parsed with the collection's nccl-tests parser into the C(result) of RV(nccl).
     type: dict
     suboptions:
       nodes:
@@ -65,10 +65,14 @@ options:
 notes:
   - In a lab container whose GPUs are C(mknod)'ed device files the smoke job shows the device
     confinement (EPERM for a GPU not given) but no GPU works; see docs/slurm.md.
+  - The collection's docs/slurm.md describes the acceptance checks and what only a real GPU shows.
 seealso:
-  - name: docs/slurm.md
-    description: Slurm GPU nodes, their acceptance checks and what only a real GPU shows.
-    link: https://github.com/gpucloud/fleet/blob/main/docs/slurm.md
+  - name: scontrol(1)
+    description: The command whose C(show node -o) output is parsed.
+    link: https://slurm.schedmd.com/scontrol.html
+  - name: Generic Resource (GRES) Scheduling
+    description: GPU GRES, device confinement, MPS and MIG in Slurm.
+    link: https://slurm.schedmd.com/gres.html
 """
 
 EXAMPLES = r"""
@@ -95,7 +99,7 @@ node:
   description:
     - The parsed C(scontrol show node -o) record (null when not registered) with C(name), C(state)
       (C(base), C(flags), C(not_responding), C(text)), C(reason), C(reason_by), C(reason_at), C(gres),
-      C(gres_counts) (for example C({"gpu:h200": 8})), C(partitions), C(cfg_tres), C(alloc_tres),
+      C(gres_counts) (GRES name and type to count, for example C(gpu:h200) to 8), C(partitions), C(cfg_tres), C(alloc_tres),
       C(version), C(cpus) and all C(fields).
   returned: always
   type: dict

@@ -154,4 +154,3 @@ def checks(host, profile, slurm):
     expected = expected_gres(profile)
     return [_slurmd_check(host, slurm), _gres_check(host, profile, slurm, expected), _state_check(host, slurm),
             _smoke_check(host, slurm), _nccl_check(host, slurm)]
-

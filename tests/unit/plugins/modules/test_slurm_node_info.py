@@ -79,8 +79,8 @@ def test_stopped_slurmd_is_reported():
 
 
 def test_failed_smoke_job_is_reported():
-    fake = commands(extra={SRUN: (1, "", "srun: error: Unable to allocate resources: Requested node configuration "
-                                        "is not available\n")})
+    message = "srun: error: Unable to allocate resources: Requested node configuration is not available\n"
+    fake = commands(extra={SRUN: (1, "", message)})
     result = run_module(slurm_node_info, {"node": "sa-u2404", "smoke_gpus": 4}, commands=fake)
     assert result["smoke"]["ran"] is True and result["smoke"]["rc"] == 1
     assert "Requested node configuration is not available" in result["smoke"]["error"]

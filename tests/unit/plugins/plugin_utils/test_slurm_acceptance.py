@@ -235,8 +235,8 @@ def test_expected_gres_is_the_gres_plan_of_the_example_h200_node():
 
 def test_expected_gres_of_a_mig_profile_is_the_gres_plan_once_applied():
     one_gpu = {"gpus": ["GPU0"], "affinity": {}}
-    assert slurm_acceptance.expected_gres(MIG_PROFILE) == slurm.gres_plan(MIG_PROFILE, one_gpu, None,
-                                                                           mig_node())["counts"] == {"gpu:1g.5gb": 7}
+    planned = slurm.gres_plan(MIG_PROFILE, one_gpu, None, mig_node())["counts"]
+    assert slurm_acceptance.expected_gres(MIG_PROFILE) == planned == {"gpu:1g.5gb": 7}
 
 
 def test_acceptance_evaluate_adds_the_slurm_checks_only_when_observed():
