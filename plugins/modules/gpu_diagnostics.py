@@ -18,8 +18,8 @@ description:
   - Without DCGM reads the node as node acceptance does (GPUs through NVML or nvidia-smi, Fabric Manager,
     C(nvidia-smi topo -m)) and returns that observation with the names of the acceptance checks that judge it
     on the controller (RV(checks)), and how long the burn-in of the level runs (RV(burn_in_seconds)).
-  - Never changes a GPU setting. In check mode runs no diagnostic (a diagnostic loads the GPU): it returns what
-    would run and the busy verdict.
+  - Never changes a GPU setting. In check mode runs no diagnostic, since a diagnostic loads the GPU, and returns
+    what would run and the busy verdict.
 author:
   - gpucloud.fleet contributors (@gpucloud)
 options:

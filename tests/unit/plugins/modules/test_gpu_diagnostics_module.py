@@ -58,7 +58,7 @@ def test_without_dcgmi_the_own_checks_read_the_gpus():
     commands.table["/usr/bin/dpkg-query"] = (0, "", "")
     result = run_module(gpu_diagnostics, {"profile": {"name": "h200", "gpu_count": 1}}, commands=commands)
     assert not result.get("failed"), result
-    assert (result["source"], result["source_reason"]) == ("own", "dcgmi is not installed: the collection's own "
-                                                                   "checks run instead")
+    assert result["source"] == "own"
+    assert result["source_reason"] == "dcgmi is not installed: the collection's own checks run instead"
     assert result["observation"]["nvidia"]["gpu_count"] == 1
     assert result["checks"] == list(diag.QUICK_CHECKS)
