@@ -560,13 +560,16 @@ class XidCounter:
 
     def feed(self, text):
         for line in (text or "").splitlines():
-            record = KMSG_RECORD.match(line)
+            events = parse_xid_events(line)
+            record = KMSG_RECORD.match(line) if events else None
             if record:
+                # Only Xid records move the saved position: the state file changes with an Xid,
+                # not with every kernel message.
                 seq = int(record.group("seq"))
                 if seq <= self.seq:
                     continue
                 self.seq = seq
-            for event in parse_xid_events(line):
+            for event in events:
                 key = pci_key(event["pci"])
                 if key is not None:
                     self.counts[(key, event["code"])] = self.counts.get((key, event["code"]), 0) + 1

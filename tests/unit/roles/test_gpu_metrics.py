@@ -609,6 +609,10 @@ def test_xid_counter_skips_kmsg_records_it_already_counted():
     # A restarted collector reads /dev/kmsg from the ring buffer's oldest record again.
     restarted.feed(KMSG_XID_63 + KMSG_XID_79 + KMSG_XID_79.replace("3,1842,", "3,1850,"))
     assert restarted.counts == {((0, 0, 6), 63): 1, ((0, 0, 6), 79): 2}
+    # Other kernel messages leave the saved position alone: the state is rewritten for Xids only.
+    saved = restarted.dump()
+    restarted.feed("6,1900,1950000000,-;usb 1-1: new high-speed USB device number 3 using xhci_hcd\n")
+    assert restarted.dump() == saved
 
 
 def test_xid_counter_is_written_beside_dcgm_exporter_and_when_the_gpu_is_gone(tmp_path):
