@@ -59,5 +59,5 @@ def test_the_example_inventorys_slurm_partition_renders():
         "health_check_program": "/etc/slurm/gpucloud-healthcheck", "health_check_interval": 300,
     }, dict((host, {"gpucloud_profile": profile, "ansible_facts": facts}) for host in h200))
     assert "SlurmctldHost=slurm-ctl-01\n" in text
-    assert "PartitionName=h200 Nodes=%s Default=YES MaxTime=7-00:00:00 State=UP\n" % ",".join(h200) in text
+    assert "PartitionName=gpu Nodes=%s Default=YES MaxTime=7-00:00:00 State=UP\n" % ",".join(h200) in text
     assert text.count("Gres=gpu:h200:8\n") == 8
