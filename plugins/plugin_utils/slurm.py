@@ -185,16 +185,21 @@ def _gpu_minors(node, count):
     return numbers
 
 
-def _mig_lines(profile, node, minors, cores_of):
-    """One gpu GRES per MIG device: Type is its MIG profile, MultipleFiles its GPU and capabilities."""
+def _desired_mig_layout(profile):
+    """The profile's MIG layout (mig_layout.desired_layout), its errors named as SlurmConfigError."""
     family = mig_layout.family_of(profile.get("gpu_model"))
     if family is None:
         raise SlurmConfigError("gpucloud_profile.gpu_model %r is not a MIG GPU this collection knows (%s)"
                                % (profile.get("gpu_model"), ", ".join(mig_layout.FAMILIES)))
     try:
-        want = mig_layout.desired_layout(profile, family)
+        return mig_layout.desired_layout(profile, family)
     except mig_layout.MigLayoutError as exc:
         raise SlurmConfigError("gpucloud_profile.mig: %s" % exc) from exc
+
+
+def _mig_lines(profile, node, minors, cores_of):
+    """One gpu GRES per MIG device: Type is its MIG profile, MultipleFiles its GPU and capabilities."""
+    want = _desired_mig_layout(profile)
     instances = (node or {}).get("mig_instances")
     caps = (node or {}).get("mig_minors")
     if not isinstance(instances, list) or not isinstance(caps, dict):
@@ -357,14 +362,7 @@ def expected_gres(profile):
         raise SlurmConfigError("gpucloud_profile must be the node's hardware profile, got %r" % (profile,))
     count = _whole(profile.get("gpu_count"), "gpucloud_profile.gpu_count", least=1)
     if isinstance(profile.get("mig"), dict):
-        family = mig_layout.family_of(profile.get("gpu_model"))
-        if family is None:
-            raise SlurmConfigError("gpucloud_profile.gpu_model %r is not a MIG GPU this collection knows (%s)"
-                                   % (profile.get("gpu_model"), ", ".join(mig_layout.FAMILIES)))
-        try:
-            want = mig_layout.desired_layout(profile, family)
-        except mig_layout.MigLayoutError as exc:
-            raise SlurmConfigError("gpucloud_profile.mig: %s" % exc) from exc
+        want = _desired_mig_layout(profile)
         counts = dict(("gpu:%s" % name, number * count) for name, number in want["devices"].items())
     else:
         counts = {"gpu:%s" % gres_type(profile): count}
