@@ -384,3 +384,22 @@ def test_xid_without_the_module_loaded_is_refused(tmp_path, monkeypatch, capsys)
     assert exit_info.value.code == 2
     assert "stand-in nvidia module is not loaded" in capsys.readouterr().err
     assert not (tmp_path / "faults.json").exists()
+
+
+def test_gpu_reset_clears_that_gpus_ecc_fault_and_refuses_a_busy_or_unnamed_gpu():
+    faults = nvsim_fault.apply(nvsim_fault.apply({}, "ecc-dbe", gpu=2), "ecc-dbe", gpu=5)
+    state = host(faults=faults, root=True)
+    done = smi(["-r", "-i", "2"], state)
+    assert done["rc"] == 0
+    assert done["stdout"] == "GPU %s was successfully reset.\nAll done.\n" % BUS_H200[2]
+    assert done["faults"]["ecc_dbe"] == [5] and done["faults"]["resets"] == [2]
+    after = host(faults=done["faults"])
+    gpus = parse_smi_xml(smi(["-q", "-x"], after)["stdout"])["gpus"]
+    assert gpus[2]["ecc"]["uncorrected_volatile"] == 0 and gpus[2]["remapped_rows"]["pending"] is False
+    assert gpus[5]["ecc"]["uncorrected_volatile"] == 1  # another GPU's fault stays
+    assert smi(["-r"], state)["rc"] == nvsim_smi.EXIT_INVALID_ARGUMENT
+    assert smi(["-r", "-i", "2"], host(faults=faults, root=False))["rc"] == nvsim_smi.EXIT_NO_PERMISSION
+    busy = host(faults=nvsim_fault.apply(faults, "busy", gpu=2, pid=777), root=True)
+    refused = smi(["--gpu-reset", "-i", "2"], busy)
+    assert refused["rc"] == nvsim_smi.EXIT_IN_USE and refused["faults"] is None
+    assert "currently in use" in refused["stdout"]
