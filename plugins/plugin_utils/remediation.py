@@ -251,7 +251,7 @@ def alert_from_alertmanager(alert):
 def check_history(history, node):
     """The node's history with its fields checked (an empty history when None)."""
     if history is None or history == {}:
-        return {"node": node, "state": "in", "events": []}
+        return {"node": node, "state": "in", "events": [], "returned": None}
     if not isinstance(history, dict):
         raise RemediationError("history of %s: expected a mapping, got %s" % (node, type(history).__name__))
     state = history.get("state", "in")
@@ -273,7 +273,10 @@ def check_history(history, node):
         entry["gpu"] = _gpu(event.get("gpu"), where + ".gpu")
         entry["hardware"] = FAULT_CLASSES[event["fault_class"]][1]
         checked.append(entry)
-    return {"node": node, "state": state, "events": checked}
+    returned = history.get("returned")
+    if returned is not None:
+        returned = _time(returned, "history of %s: returned" % node)
+    return {"node": node, "state": state, "events": checked, "returned": returned}
 
 
 def fleet_view(node, profile_nodes, histories, group_alerts, now, settings=None, maintenance=()):
@@ -408,6 +411,12 @@ def plan(alert, node, history=None, fleet=None, settings=None):
                 event["gpu"] == alert["gpu"] and _time(event["alert_time"], "history alert_time") == alert["time"]:
             return _result("refuse", "this alert (%s on %s, since %s) was already handled: %s"
                            % (alert["alertname"], where, _iso(alert["time"]), event.get("decision")), alert, node, found)
+    if history["state"] == "in" and history["returned"] is not None and alert["time"] < history["returned"]:
+        return _result("refuse", "this alert (%s on %s) started at %s, before %s returned verified from its last "
+                       "remediation at %s: that remediation dealt with it (one fault often raises several alerts, "
+                       "an ECC error and its pending row remap, and a queued event arrives late); a fault that is "
+                       "still there raises a new alert" % (alert["alertname"], where, _iso(alert["time"]), node["name"],
+                                                          _iso(history["returned"])), alert, node, found)
     if history["state"] == "rma":
         return _result("refuse", "%s is held out for RMA: a person replaces the GPU and clears the hold" % node["name"],
                        alert, node, found)

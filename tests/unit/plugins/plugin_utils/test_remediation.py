@@ -243,6 +243,27 @@ def test_bad_input_is_refused_naming_the_field(kwargs, words):
         plan(**kwargs)
 
 
+# ---- an alert that started before the node's last return ---------------------------
+
+def test_alert_that_started_before_the_last_return_is_refused_not_counted_as_a_repeat():
+    # One DRAM error raises GpuEccDoubleBitError and GpuRowRemapPending; the first was remediated
+    # and the node returned verified; the second, queued meanwhile, must not make an RMA of it.
+    history = {"state": "in", "returned": NOW - 60, "events": [
+        event("memory", time=NOW - 300, alert="GpuEccDoubleBitError", alert_time=NOW - 300)]}
+    stale = plan(alert(xid=None, name="GpuRowRemapPending", time=NOW - 299), history)
+    assert stale["decision"] == "refuse" and not stale["page"]
+    assert "before gpu1 returned verified" in stale["reason"] and "2026-12-03T19:59:00Z" in stale["reason"]
+    again = plan(alert(xid=None, name="GpuEccDoubleBitError", time=NOW), history)
+    assert again["decision"] == "rma"  # a new alert after the return is a repeat
+
+
+def test_returned_time_only_matters_while_the_node_is_in():
+    history = {"state": "out", "returned": NOW, "events": [event("memory", time=NOW - 300)]}
+    assert "already in progress" in plan(alert(time=NOW - 10), history)["reason"]
+    with pytest.raises(rm.RemediationError, match="history of gpu1: returned"):
+        plan(alert(), {"state": "in", "returned": "yesterday", "events": []})
+
+
 def test_alert_for_another_node_is_refused():
     with pytest.raises(rm.RemediationError, match="names node 'gpu2'"):
         plan(alert(node="gpu2"))
