@@ -16,7 +16,8 @@ node is the same thing everywhere.
 
 A node spec (JSON list entry or NAME=IMAGE[,OPTION...]) knows: name, image,
 groups, capabilities (default NET_ADMIN, for iptables), privileged, devices,
-volumes, publish. Containers carry the labels gpucloud.lab=1 and
+volumes, publish, tmpfs, restart (a podman restart policy: "always" brings a
+container whose systemd ran `reboot` back up, the lab's stand-in for a reboot). Containers carry the labels gpucloud.lab=1 and
 gpucloud.fleet=FLEET; nothing without those labels is ever touched.
 Downloaded .deb files are kept across runs: each node's /var/cache/apt/archives is
 GPUCLOUD_APT_CACHE/nodes/<node> (default /var/tmp/gpucloud-apt-cache), seeded from
@@ -70,8 +71,9 @@ BOOT_TIMEOUT = 90
 TRANSPORTS = ("podman", "ssh")
 LOOP_CTL_ADD = 0x4C80
 CONTAINER_KEYS = ("name", "image", "kind", "groups", "capabilities", "privileged",
-                  "devices", "volumes", "publish", "tmpfs")
+                  "devices", "volumes", "publish", "tmpfs", "restart")
 KINDS = ("container", "vm")
+RESTART_POLICIES = ("no", "always", "on-failure", "unless-stopped")
 HOSTS_BEGIN, HOSTS_END = "# gpucloud-lab begin", "# gpucloud-lab end"
 
 
@@ -259,6 +261,9 @@ def validate_specs(specs):
         if unknown:
             raise LabError("node '%s': unknown keys %s (allowed: %s; VM keys need \"kind\": \"vm\")"
                            % (name, ", ".join(sorted(unknown)), ", ".join(CONTAINER_KEYS)))
+        if spec.get("restart", "no") not in RESTART_POLICIES:
+            raise LabError("node '%s': restart must be one of %s, got %r"
+                           % (name, ", ".join(RESTART_POLICIES), spec["restart"]))
 
 
 def containers(fleet=None):
@@ -396,6 +401,10 @@ def create(fleet, specs, boot_timeout=None):
             args += ["--publish", port]
         for tmp in spec.get("tmpfs", []):
             args += ["--tmpfs", tmp]
+        # "always": podman starts the container again when its systemd exits, which is what
+        # `reboot` inside it does - the lab's stand-in for a reboot (molecule/remediation).
+        if spec.get("restart"):
+            args += ["--restart", spec["restart"]]
         args += [refs[name], "/sbin/init"]
         podman(*args)
     try:
