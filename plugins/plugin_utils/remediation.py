@@ -412,11 +412,11 @@ def plan(alert, node, history=None, fleet=None, settings=None):
             return _result("refuse", "this alert (%s on %s, since %s) was already handled: %s"
                            % (alert["alertname"], where, _iso(alert["time"]), event.get("decision")), alert, node, found)
     if history["state"] == "in" and history["returned"] is not None and alert["time"] < history["returned"]:
+        stale = (alert["alertname"], where, _iso(alert["time"]), node["name"], _iso(history["returned"]))
         return _result("refuse", "this alert (%s on %s) started at %s, before %s returned verified from its last "
                        "remediation at %s: that remediation dealt with it (one fault often raises several alerts, "
                        "an ECC error and its pending row remap, and a queued event arrives late); a fault that is "
-                       "still there raises a new alert" % (alert["alertname"], where, _iso(alert["time"]), node["name"],
-                                                          _iso(history["returned"])), alert, node, found)
+                       "still there raises a new alert" % stale, alert, node, found)
     if history["state"] == "rma":
         return _result("refuse", "%s is held out for RMA: a person replaces the GPU and clears the hold" % node["name"],
                        alert, node, found)
