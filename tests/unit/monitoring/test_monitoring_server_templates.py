@@ -34,6 +34,9 @@ from ansible_collections.gpucloud.fleet.tests.unit.roles.playbook_cases import a
 ROLE = "gpucloud.fleet.monitoring_server"
 SECRET = "T0KEN-must-never-be-logged"
 SMTP_SECRET = "smtp-pass-must-never-be-logged"
+# Visible ASCII with the characters YAML and JSON escape or read specially.
+TOKEN = 'bearer-T0KEN"must\\never:be#logged'
+TOKEN_TAIL = "never:be#logged"
 
 
 def _tool(name):
@@ -96,6 +99,13 @@ def _inventory(out):
             "mon-webhook": {
                 "monitoring_server_receiver": "webhook",
                 "monitoring_server_webhook_url": "https://hooks.example.net/services/" + SECRET,
+            },
+            # ansible-rulebook's eda.builtin.webhook source with a token (the remediation rulebook).
+            "mon-webhook-token": {
+                "monitoring_server_receiver": "webhook",
+                "monitoring_server_webhook_url": "http://eda.example.net:5000/alertmanager",
+                "monitoring_server_webhook_bearer_token": TOKEN,
+                "monitoring_server_group_by": ["alertname", "profile"],
             },
             "mon-email": {
                 "monitoring_server_receiver": "email",
@@ -197,14 +207,26 @@ def test_check_mode_reports_changes_and_writes_nothing(rendered):
 
 def test_second_run_changes_nothing(rendered):
     recap = _recap(rendered["second"][1])
-    assert recap["mon-webhook"]["changed"] == 0, rendered["second"][1][-4000:]
-    assert recap["mon-email"]["changed"] == 0, rendered["second"][1][-4000:]
+    for host in ("mon-webhook", "mon-webhook-token", "mon-email"):
+        assert recap[host]["changed"] == 0, rendered["second"][1][-4000:]
 
 
 def test_secrets_never_in_the_output(rendered):
     for name in ("check", "first", "second"):
         assert SECRET not in rendered[name][1]
         assert SMTP_SECRET not in rendered[name][1]
+        # Also as JSON would escape it.
+        assert TOKEN not in rendered[name][1] and TOKEN_TAIL not in rendered[name][1]
+
+
+def test_alertmanager_yml_task_logs_and_diffs_nothing():
+    """The file holds the webhook URL, its bearer token and the SMTP password: the task must keep
+    no_log and diff off (the check-mode run above passes --diff)."""
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "..", "roles", "monitoring_server", "tasks",
+                           "config.yml")) as handle:
+        tasks = yaml.safe_load(handle)
+    (task,) = [t for t in tasks if t.get("ansible.builtin.template", {}).get("src") == "alertmanager.yml.j2"]
+    assert task["no_log"] is True and task["diff"] is False
 
 
 def test_node_job_has_every_gpu_node_with_node_and_profile_labels(rendered):
@@ -257,7 +279,8 @@ def test_promtool_accepts_prometheus_yml_and_its_rules(rendered, host):
     assert "gpucloud-alerts.rules.yml" in run.stdout and "SUCCESS" in run.stdout, run.stdout
 
 
-@pytest.mark.parametrize("host,receiver", [("mon-webhook", "webhook_configs"), ("mon-email", "email_configs")])
+@pytest.mark.parametrize("host,receiver", [("mon-webhook", "webhook_configs"), ("mon-webhook-token", "webhook_configs"),
+                                           ("mon-email", "email_configs")])
 def test_amtool_accepts_alertmanager_yml(rendered, host, receiver):
     path = os.path.join(rendered["out"], host, "alertmanager.yml")
     run = subprocess.run([_tool("amtool"), "check-config", path], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -274,13 +297,29 @@ def test_webhook_and_email_settings_reach_alertmanager(rendered):
     webhook = yaml.safe_load(_load(rendered, "mon-webhook", "alertmanager.yml"))
     assert webhook["receivers"][0]["webhook_configs"] == [
         {"url": "https://hooks.example.net/services/" + SECRET, "send_resolved": True}]
+    assert webhook["route"]["group_by"] == ["alertname", "node"]
     email = yaml.safe_load(_load(rendered, "mon-email", "alertmanager.yml"))
     assert email["global"]["smtp_smarthost"] == "smtp.example.net:587"
     assert email["global"]["smtp_auth_password"] == SMTP_SECRET
     assert email["receivers"][0]["email_configs"] == [{"to": "gpu-oncall@example.net", "send_resolved": True}]
 
 
+def test_bearer_token_reaches_the_webhook_receiver(rendered):
+    """With a token: http_config.authorization, the token read back byte for byte (amtool accepts
+    the file above); without one (mon-webhook): no http_config at all."""
+    config = yaml.safe_load(_load(rendered, "mon-webhook-token", "alertmanager.yml"))
+    assert config["receivers"][0]["webhook_configs"] == [{
+        "url": "http://eda.example.net:5000/alertmanager", "send_resolved": True,
+        "http_config": {"authorization": {"type": "Bearer", "credentials": TOKEN}}}]
+    assert config["route"]["group_by"] == ["alertname", "profile"]
+    assert "http_config" not in _load(rendered, "mon-webhook", "alertmanager.yml")
+    assert "http_config" not in _load(rendered, "mon-email", "alertmanager.yml")
+
+
 ADDRESSES = "Require scrape addresses without a port"
+TOKEN_RECEIVER = "Require the webhook receiver for a webhook bearer token"
+TOKEN_WORD = "Require a webhook bearer token of visible ASCII characters on one line"
+WEBHOOK = {"monitoring_server_receiver": "webhook", "monitoring_server_webhook_url": "http://eda.example.net:5000/am"}
 # GPU node groups of the refusal cases: {group: {host: its variables}}.
 ADDRESS_GROUPS = {
     "addr_v4_port": {"gpu-v4-port": {"monitoring_server_target_address": "10.30.1.99:9100"}},
@@ -351,6 +390,25 @@ BAD = [
                             "monitoring_server_email_from": "p@example.net\nBcc: x@example.net",
                             "monitoring_server_email_smarthost": "smtp.example.net:25"},
      "Require recipient, sender and SMTP relay for the email receiver", ["monitoring_server_email_from"], []),
+    # The webhook's bearer token: only with the webhook receiver, one word of visible ASCII, never shown.
+    ("token-with-receiver-none", {"monitoring_server_webhook_bearer_token": TOKEN}, TOKEN_RECEIVER,
+     ["monitoring_server_webhook_bearer_token", "monitoring_server_receiver", "'none'"], [TOKEN_TAIL]),
+    ("token-with-receiver-email", {"monitoring_server_receiver": "email", "monitoring_server_email_to": "a@example.net",
+                                   "monitoring_server_email_from": "p@example.net",
+                                   "monitoring_server_email_smarthost": "smtp.example.net:25",
+                                   "monitoring_server_webhook_bearer_token": TOKEN}, TOKEN_RECEIVER,
+     ["monitoring_server_webhook_bearer_token", "monitoring_server_receiver", "'email'"], [TOKEN_TAIL]),
+    ("token-newline", dict(WEBHOOK, monitoring_server_webhook_bearer_token=TOKEN + "\n"), TOKEN_WORD,
+     ["monitoring_server_webhook_bearer_token", "not shown"], [TOKEN_TAIL]),
+    ("token-inner-newline", dict(WEBHOOK, monitoring_server_webhook_bearer_token="abc\r\nX-Injected: 1"), TOKEN_WORD,
+     ["monitoring_server_webhook_bearer_token"], ["X-Injected"]),
+    ("token-space", dict(WEBHOOK, monitoring_server_webhook_bearer_token="two words"), TOKEN_WORD,
+     ["monitoring_server_webhook_bearer_token"], ["two words"]),
+    ("token-tab", dict(WEBHOOK, monitoring_server_webhook_bearer_token="abc\tdef"), TOKEN_WORD,
+     ["monitoring_server_webhook_bearer_token"], []),
+    ("token-non-ascii", dict(WEBHOOK, monitoring_server_webhook_bearer_token="t\u00f6ken"), TOKEN_WORD,
+     ["monitoring_server_webhook_bearer_token"], []),
+    ("token-good", dict(WEBHOOK, monitoring_server_webhook_bearer_token=TOKEN), None, [], []),
     ("good", {"monitoring_server_receiver": "email", "monitoring_server_email_to": "a@example.net",
               "monitoring_server_email_from": "p@example.net", "monitoring_server_email_smarthost": "[fd00::25]:25"},
      None, [], []),
