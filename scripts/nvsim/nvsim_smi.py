@@ -452,6 +452,7 @@ def query_fields(state, gpu):
         "serial": gpu["serial"],
         "driver_version": state["userspace_version"],
         "vbios_version": base.get("gpu/vbios_version", "N/A"),
+        "inforom.img": base.get("gpu/inforom_version/img_version", "N/A"),
         "count": str(len(PROFILES[state["profile"]]["bus"])),
         "persistence_mode": pm,
         "compute_cap": PROFILES[state["profile"]]["compute_cap"],

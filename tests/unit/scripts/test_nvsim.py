@@ -261,6 +261,10 @@ def test_query_gpu_fields():
     assert len(out) == 9 and out[1].split(", ")[6:9] == ["9.0", "143771 MiB", "0 MiB"]
     bare = smi(["--query-gpu=index,memory.total", "--format=csv,noheader,nounits"], host())["stdout"]
     assert bare.splitlines()[0] == "0, 143771"
+    # What remediate_rma.yml's bundle reads: serial, VBIOS and InfoROM image from the H200 capture.
+    rma = smi(["--query-gpu=index,serial,vbios_version,inforom.img", "--format=csv,noheader"], host())
+    assert rma["rc"] == 0, rma
+    assert rma["stdout"].splitlines()[2].split(", ")[2:] == ["96.00.A5.00.1A", "G520.0282.02.02"]
 
 
 def test_loaded_version_uses_the_roles_regex():
