@@ -10,8 +10,9 @@ same modules, options and taint filter) and the fake's record shows what was sen
 
 kubernetes.core.k8s_drain (6.2.0) fails the task at the first eviction answered 429 (a
 PodDisruptionBudget that allows no disruption); it does not retry as kubectl drain does. The
-playbook below therefore drains once exactly as remediate_quarantine.yml does, expects that to
-fail on the pod the budget protects, and drains again.
+playbook below therefore drains once with remediate_quarantine.yml's options, expects that to
+fail on the pod the budget protects, and drains again: the retry remediate_quarantine.yml makes
+(until succeeded, within remediation_drain_timeout), which molecule/remediation runs through.
 """
 
 import json
