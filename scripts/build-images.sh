@@ -21,7 +21,9 @@ UBUNTU_MIRROR="${GPUCLOUD_UBUNTU_MIRROR:-http://archive.ubuntu.com/ubuntu}"
 UBUNTU_KEY_FPR=F6ECB3762474EDA9D21B7022871920D1991BC93C
 UBUNTU_KEYRING_DEB=pool/main/u/ubuntu-keyring/ubuntu-keyring_2023.11.28.1_all.deb
 PACKAGES="python3,python3-apt,systemd,systemd-sysv,iproute2,ca-certificates,procps,kmod,openssh-server"
-RECIPE=$( { cat "${BASH_SOURCE[0]}"; echo "$MIRROR $UBUNTU_MIRROR"; } | sha256sum | cut -c1-16)
+SNAPSHOT_TOOL="$GPUCLOUD_ROOT/scripts/ubuntu_snapshot.py"
+SNAPSHOT_LOCK="$GPUCLOUD_ROOT/scripts/ubuntu-nvidia-snapshot.lock"
+RECIPE=$( { cat "${BASH_SOURCE[0]}" "$SNAPSHOT_TOOL" "$SNAPSHOT_LOCK"; echo "$MIRROR $UBUNTU_MIRROR"; } | sha256sum | cut -c1-16)
 
 suite_of() {
   case "$1" in
@@ -89,6 +91,18 @@ URIs: $UBUNTU_MIRROR
 Suites: $suite $suite-updates $suite-security
 Components: main restricted universe multiverse
 Signed-By: /usr/share/keyrings/ubuntu-archive-keyring.gpg
+SOURCES
+    # The lab's frozen snapshot of Ubuntu's NVIDIA server driver builds (scripts/ubuntu_snapshot.py):
+    # the archive lists only a branch's newest build, and this testbed's mirror has listed one
+    # build while serving another. Each .deb is checked against the lock's SHA-256 before its
+    # index is written, so the entry is trusted without a signing key.
+    python3 "$SNAPSHOT_TOOL" build "$suite" "$dir/var/lib/gpucloud-lab/ubuntu-snapshot" || {
+      echo "images: the Ubuntu NVIDIA snapshot for $suite could not be built ($SNAPSHOT_LOCK)" >&2; return 1; }
+    cat >"$dir/etc/apt/sources.list.d/gpucloud-lab-snapshot.sources" <<SOURCES
+Types: deb
+URIs: file:/var/lib/gpucloud-lab/ubuntu-snapshot
+Suites: ./
+Trusted: yes
 SOURCES
   else
     echo "images: building $image from Debian $suite (debootstrap, about a minute)"

@@ -39,6 +39,22 @@ def test_apt_trusts_the_archive_of_its_own_os(host):
     assert host.file(keyring).is_file
 
 
+def test_ubuntu_images_offer_the_frozen_driver_snapshot(host):
+    # scripts/build-images.sh: the lab's exact Ubuntu driver build comes from the image's
+    # snapshot (scripts/ubuntu-nvidia-snapshot.lock), whatever the archive's index lists today.
+    distribution, release = EXPECTED[host.backend.get_hostname()][:2]
+    if distribution != "ubuntu":
+        assert not host.file("/etc/apt/sources.list.d/gpucloud-lab-snapshot.sources").exists
+        return
+    with host.sudo():
+        host.check_output("apt-get update -qq")
+    build = "580.178.04-0ubuntu0.%s.1" % release
+    madison = host.check_output("apt-cache madison nvidia-utils-580-server nvidia-fabricmanager-580")
+    offered = [line.split("|")[1].strip() for line in madison.splitlines()
+               if "file:/var/lib/gpucloud-lab/ubuntu-snapshot" in line]
+    assert offered == [build, build], madison
+
+
 def test_converge_wrote_identity(host):
     f = host.file("/etc/gpucloud-lab")
     assert f.is_file and f.mode == 0o644 and f.user == "root"

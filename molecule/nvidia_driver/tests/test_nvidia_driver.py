@@ -14,7 +14,7 @@ UBUNTU_JAMMY_580 = ["nvidia-utils-580-server", "libnvidia-compute-580-server", "
 DEBIAN = ["nvidia-smi", "libnvidia-ml1", "libcuda1"]
 NODES = {
     # 580.178.04 (prepare.yml) upgraded to branch 595, which the lock resolves to one exact version.
-    "nvidia_driver-ubuntu2404": {"source": "distro", "upstream": "595.91.07", "locked": UBUNTU_NOBLE_595,
+    "nvidia_driver-ubuntu2404": {"source": "distro", "upstream": "595.112.07", "locked": UBUNTU_NOBLE_595,
                                  "held": UBUNTU_NOBLE_595, "fabric_manager": True, "flavour": "open",
                                  "gone": ["nvidia-fabricmanager-580", "libnvidia-nscq-580", "nvidia-utils-580-server",
                                           "libnvidia-compute-580-server", "nvidia-compute-utils-580-server",
