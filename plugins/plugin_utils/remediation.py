@@ -21,7 +21,15 @@ the state directory)::
     {"node": "gpu1", "state": "in" | "out" | "rma",
      "events": [{"time": 1733250000.0, "gpu": "0", "fault_class": "memory", "hardware": true,
                  "xid": 48, "diagnostic": null, "alert": "GpuXidFatal", "alert_time": ...,
-                 "decision": "remediate", "repair": "gpu_reset", "reason": "..."}]}
+                 "decision": "remediate", "repair": "gpu_reset", "reason": "..."}],
+     "paged": [{"alert": "GpuEccDoubleBitError", "gpu": "5", "alert_time": ..., "decision": "refuse",
+                "reason": "fleet-wide fault: ..."}]}
+
+``events`` are the faults the loop acted on (they count towards the fleet window and RMA);
+``paged`` are the alerts it refused and paged a person for (a fleet-wide fault, a profile
+share exceeded). A later notification of a paged alert (the same alert name, GPU and start
+time) stays refused: Alertmanager sends the group again as its alerts resolve one by one,
+and the node whose alert resolves last would otherwise look like a fault of its own.
 """
 
 
@@ -251,7 +259,7 @@ def alert_from_alertmanager(alert):
 def check_history(history, node):
     """The node's history with its fields checked (an empty history when None)."""
     if history is None or history == {}:
-        return {"node": node, "state": "in", "events": [], "returned": None}
+        return {"node": node, "state": "in", "events": [], "returned": None, "paged": []}
     if not isinstance(history, dict):
         raise RemediationError("history of %s: expected a mapping, got %s" % (node, type(history).__name__))
     state = history.get("state", "in")
@@ -276,7 +284,16 @@ def check_history(history, node):
     returned = history.get("returned")
     if returned is not None:
         returned = _time(returned, "history of %s: returned" % node)
-    return {"node": node, "state": state, "events": checked, "returned": returned}
+    paged = history.get("paged", [])
+    if not isinstance(paged, list):
+        raise RemediationError("history of %s: paged must be a list" % node)
+    for index, entry in enumerate(paged):
+        where = "history of %s: paged[%d]" % (node, index)
+        if not isinstance(entry, dict) or not isinstance(entry.get("alert"), str):
+            raise RemediationError("%s: expected a mapping with the alert's name" % where)
+        _time(entry.get("alert_time"), where + ".alert_time")
+        _gpu(entry.get("gpu"), where + ".gpu")
+    return {"node": node, "state": state, "events": checked, "returned": returned, "paged": list(paged)}
 
 
 def fleet_view(node, profile_nodes, histories, group_alerts, now, settings=None, maintenance=()):
@@ -417,6 +434,14 @@ def plan(alert, node, history=None, fleet=None, settings=None):
                        "remediation at %s: that remediation dealt with it (one fault often raises several alerts, "
                        "an ECC error and its pending row remap, and a queued event arrives late); a fault that is "
                        "still there raises a new alert" % stale, alert, node, found)
+    for entry in history["paged"]:
+        if entry["alert"] == alert["alertname"] and _gpu(entry.get("gpu"), "paged gpu") == alert["gpu"] and \
+                _time(entry["alert_time"], "paged alert_time") == alert["time"]:
+            return _result("refuse", "this alert (%s on %s, since %s) was refused and a person paged: %s; it is "
+                           "that person's now, not the loop's, also after the other nodes' alerts resolve (a fault "
+                           "still there once it resolves raises a new alert)"
+                           % (alert["alertname"], where, _iso(alert["time"]), entry.get("reason", "")),
+                           alert, node, found)
     if history["state"] == "rma":
         return _result("refuse", "%s is held out for RMA: a person replaces the GPU and clears the hold" % node["name"],
                        alert, node, found)

@@ -291,6 +291,37 @@ def test_fleet_view_feeds_the_fleet_wide_refusal():
     assert plan(alert(), fleet=view)["decision"] == "refuse"
 
 
+def test_a_paged_alert_sent_again_alone_stays_refused():
+    """Alertmanager sends a group again as its alerts resolve one by one (seen in the lab,
+    2026-12-07): the alert a person was paged for then arrives without the others. The first
+    decision is recorded in the history's paged list; the same alert again is not the node's own
+    fault, while a new alert on that GPU (a later start) or another GPU is judged afresh."""
+    group = [alert(node=name) for name in ("gpu1", "gpu2", "gpu3")]
+    first = plan(alert(), fleet=rm.fleet_view("gpu1", ["gpu1", "gpu2", "gpu3"], {}, group, NOW))
+    assert first["decision"] == "refuse" and first["page"]
+    history = {"node": "gpu1", "state": "in", "events": [], "paged": [first["record"]]}
+    alone = rm.fleet_view("gpu1", ["gpu1", "gpu2", "gpu3"], {"gpu1": history}, [alert()], NOW + 60)
+    again = plan(alert(), history, fleet=alone)
+    assert again["decision"] == "refuse" and not again["page"]
+    assert "was refused and a person paged" in again["reason"] and "fleet-wide" in again["reason"]
+    assert plan(alert(time=NOW + 600), history, fleet=alone)["decision"] == "remediate"
+    assert plan(alert(gpu="3"), history, fleet=alone)["decision"] == "remediate"
+    # a page is no fault: it neither makes the node alerting for the fleet rule nor counts towards RMA
+    assert "gpu1" not in rm.fleet_view("gpu2", ["gpu1", "gpu2"], {"gpu1": history}, [], NOW)["alerting"]
+
+
+@pytest.mark.parametrize("paged, field", [
+    ({"gpu": "0"}, "paged[0]"),
+    ([{"alert": "GpuXidFatal", "gpu": "0", "alert_time": "yesterday"}], "paged[0].alert_time"),
+    ([{"alert": "GpuXidFatal", "gpu": ["0"], "alert_time": NOW}], "paged[0].gpu"),
+])
+def test_bad_paged_records_are_named(paged, field):
+    if isinstance(paged, dict):
+        paged = [paged]
+    with pytest.raises(rm.RemediationError, match=r"paged\[0\]" if field == "paged[0]" else field.replace("[", r"\[").replace("]", r"\]")):
+        plan(alert(), {"state": "in", "events": [], "paged": paged})
+
+
 # ---- whether a process holds the GPU ------------------------------------------------
 
 GPUS = ("0, GPU-11111111-2222-3333-4444-555555555555, 00000000:1B:00.0\n"
